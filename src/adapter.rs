@@ -1,0 +1,250 @@
+//! The adapter contract: everything the engine needs from one agent CLI, and nothing more.
+//!
+//! An adapter turns a validated request into a [`Launch`] (program, argv, cwd, the *whole* child
+//! environment, stdin), parses the CLI's stdout one line at a time into [`StreamEvent`]s, and says
+//! what the stream established at the end ([`StreamOutcome`]). Optional hooks do pre-validation
+//! and model discovery. Nothing outside `src/adapters/` branches on an agent's name: the engine,
+//! the CLI and the Pi extension only see this trait and [`registry`].
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::contract::{Confirmed, Failure, StreamEvent, Usage};
+use crate::supervise::Supervisor;
+
+/// The caller's environment, as given to adapters. Adapters build the child's environment from
+/// it as an allowlist; the engine never passes it through wholesale.
+pub type Env = BTreeMap<OsString, OsString>;
+
+/// Linux caps a single argv string at 128 KiB (MAX_ARG_STRLEN); stay well below it. Longer
+/// prompts go through stdin, written then closed.
+pub const MAX_PROMPT_ARG_BYTES: usize = 100 * 1024;
+
+/// What the child reads on stdin. Never a pipe left open (D8): either nothing, or bytes that are
+/// written in full and then closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StdinPlan {
+    Null,
+    Bytes(Vec<u8>),
+}
+
+/// Everything needed to start the CLI. `env` is the complete child environment.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub cwd: PathBuf,
+    pub env: Vec<(OsString, OsString)>,
+    pub stdin: StdinPlan,
+}
+
+impl Launch {
+    /// The argv as text, for reports and diagnostics.
+    pub fn display_args(&self) -> Vec<String> {
+        self.args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+/// A loopback model endpoint swapped in for the real one (tests and `agent-dispatch check`).
+/// Only the endpoint and a throw-away credential change; the launch configuration does not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelEndpoint {
+    /// Base URL as the CLI expects it (for example `http://127.0.0.1:PORT/v1` for Codex).
+    pub base_url: String,
+    /// A throw-away credential the fake endpoint accepts.
+    pub api_key: String,
+}
+
+/// Inputs to [`Adapter::launch`] and [`Adapter::preflight`].
+#[derive(Debug, Clone)]
+pub struct LaunchContext<'a> {
+    /// The resolved CLI binary.
+    pub program: &'a Path,
+    /// The assembled prompt (D10).
+    pub prompt: &'a str,
+    pub model: Option<&'a str>,
+    pub effort: Option<&'a str>,
+    /// Canonical, existing working directory.
+    pub cwd: &'a Path,
+    /// The caller's environment, source of the child's allowlisted environment.
+    pub parent_env: &'a Env,
+    pub endpoint: Option<&'a ModelEndpoint>,
+}
+
+/// What an adapter can promise. Read by `agent-dispatch agents` and by the engine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Capabilities {
+    /// The CLI's own sandbox enforces read-only for this launch configuration. An adapter
+    /// without it is refused (`read-only-unavailable`), never run unsandboxed.
+    pub read_only_enforced: bool,
+    /// `models AGENT` and model/effort pre-validation are available.
+    pub model_catalogue: bool,
+    /// The CLI reports the model it actually used.
+    pub reports_model: bool,
+    /// The CLI reports the reasoning effort it actually used.
+    pub reports_effort: bool,
+    /// Effort levels the CLI accepts, when it has a fixed list.
+    pub efforts: Vec<String>,
+}
+
+/// One entry of a model catalogue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelInfo {
+    pub slug: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_effort: Option<String>,
+    pub efforts: Vec<String>,
+    /// Hidden entries are valid but not advertised by the CLI.
+    #[serde(default)]
+    pub hidden: bool,
+}
+
+/// A stdout line that is not valid for this CLI's stream (ends the run as `malformed-stream`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(pub String);
+
+/// How the stream ended, as far as recognised terminal envelopes go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Terminal {
+    Success,
+    /// An error envelope: the CLI said the run failed.
+    Error { message: String },
+}
+
+/// What the whole stream established. Read once, after the process is gone.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamOutcome {
+    /// The final answer text.
+    pub text: String,
+    /// Usage reported so far, counted once (never summed from repeated cumulative reports).
+    pub usage: Option<Usage>,
+    pub session_id: Option<String>,
+    /// `None`: no recognised terminal envelope was seen.
+    pub terminal: Option<Terminal>,
+    pub confirmed: Confirmed,
+}
+
+/// Per-run parser state. One instance per dispatch, so concurrent runs never share state.
+pub trait StreamParser: Send {
+    /// Parse one complete stdout line (no trailing newline). Unknown but well-formed events
+    /// return `Ok(vec![])`: they are ignored and never establish completion.
+    fn parse_line(&mut self, line: &str) -> Result<Vec<StreamEvent>, ParseError>;
+
+    /// A line of stderr. Default: diagnostics only, nothing to show.
+    fn stderr_line(&mut self, _line: &str) -> Option<StreamEvent> {
+        None
+    }
+
+    /// What the stream established.
+    fn outcome(&self) -> StreamOutcome;
+}
+
+/// Where a sandbox mount-point stub lives, relative to the run's working directory or to the
+/// repository's git directory. Data for the engine's tree guard: after a run it removes exactly
+/// the listed stubs that this run created and that are still empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StubBase {
+    Cwd,
+    GitDir,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SandboxStub {
+    pub base: StubBase,
+    /// Relative path, `/`-separated.
+    pub path: &'static str,
+}
+
+/// One agent CLI. Implementations live in `src/adapters/<id>/`, one folder each.
+#[async_trait]
+pub trait Adapter: Send + Sync {
+    /// Stable id used on the command line and on the wire (`codex`, `claude`).
+    fn id(&self) -> &'static str;
+
+    /// Human name for reports.
+    fn display_name(&self) -> &'static str;
+
+    /// The executable name looked up on `PATH`.
+    fn program(&self) -> &'static str;
+
+    /// npm package a user installs the CLI from, for the not-installed message.
+    fn install_hint(&self) -> &'static str;
+
+    fn capabilities(&self) -> Capabilities;
+
+    /// Build the exact launch. May read the user's CLI configuration; must not touch the tree.
+    fn launch(&self, ctx: &LaunchContext<'_>) -> Result<Launch, Failure>;
+
+    /// Pre-validation before the run starts (model, effort, configuration). Runs its
+    /// subprocesses through `supervisor` so cancel and shutdown reach them. Returns notices
+    /// to show; an `Err` starts nothing.
+    async fn preflight(
+        &self,
+        _ctx: &LaunchContext<'_>,
+        _supervisor: &Supervisor,
+    ) -> Result<Vec<StreamEvent>, Failure> {
+        Ok(Vec::new())
+    }
+
+    /// Fresh parser state for one run.
+    fn parser(&self) -> Box<dyn StreamParser>;
+
+    /// The live model catalogue, for adapters that have one. Read live every time.
+    async fn discover_models(
+        &self,
+        _program: &Path,
+        _parent_env: &Env,
+        _supervisor: &Supervisor,
+    ) -> Option<Result<Vec<ModelInfo>, Failure>> {
+        None
+    }
+
+    /// Arguments that print the CLI's version.
+    fn version_args(&self) -> &'static [&'static str] {
+        &["--version"]
+    }
+
+    /// Mount-point stubs this CLI's sandbox may leave in the tree (see [`SandboxStub`]).
+    fn sandbox_stubs(&self) -> &'static [SandboxStub] {
+        &[]
+    }
+}
+
+/// Every adapter this build knows. Adding an agent is one module and one line here.
+pub fn registry() -> &'static [&'static dyn Adapter] {
+    static ADAPTERS: &[&dyn Adapter] = &[
+        &crate::adapters::codex::CodexAdapter,
+        &crate::adapters::claude::ClaudeAdapter,
+    ];
+    ADAPTERS
+}
+
+/// Look an adapter up by id.
+pub fn find(id: &str) -> Option<&'static dyn Adapter> {
+    registry().iter().copied().find(|a| a.id() == id)
+}
+
+/// How the prompt reaches the CLI: after `--` as one argument, or — when it is too long for
+/// one argv string — on stdin, written then closed. Returns the trailing argv and the stdin.
+pub fn prompt_transport(prompt: &str) -> (Vec<OsString>, StdinPlan) {
+    if prompt.len() <= MAX_PROMPT_ARG_BYTES {
+        (
+            vec![OsString::from("--"), OsString::from(prompt)],
+            StdinPlan::Null,
+        )
+    } else {
+        (Vec::new(), StdinPlan::Bytes(prompt.as_bytes().to_vec()))
+    }
+}

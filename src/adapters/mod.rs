@@ -1,0 +1,5 @@
+//! One folder per agent CLI. Each implements [`crate::adapter::Adapter`] and is listed once in
+//! [`crate::adapter::registry`].
+
+pub mod claude;
+pub mod codex;
