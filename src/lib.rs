@@ -12,3 +12,6 @@ pub mod env;
 pub mod prompt;
 pub mod request;
 pub mod supervise;
+pub mod protocol;
+pub mod runner;
+pub mod selftest;

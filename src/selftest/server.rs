@@ -1,0 +1,59 @@
+//! A loopback HTTP server for fake model endpoints: binds 127.0.0.1 on port 0 (never a fixed
+//! port), logs every request body it was sent, and stops when dropped.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use tokio::task::JoinHandle;
+
+/// Every request the fake endpoint received, in order: method, path and the JSON body.
+#[derive(Debug, Clone, Default)]
+pub struct RequestLog(Arc<Mutex<Vec<LoggedRequest>>>);
+
+#[derive(Debug, Clone)]
+pub struct LoggedRequest {
+    pub method: String,
+    pub path: String,
+    /// The `Authorization` / `x-api-key` header value, if any.
+    pub auth: Option<String>,
+    pub body: serde_json::Value,
+}
+
+impl RequestLog {
+    pub fn push(&self, r: LoggedRequest) {
+        self.0.lock().unwrap().push(r);
+    }
+    pub fn all(&self) -> Vec<LoggedRequest> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// A running loopback server. Dropping it stops the server.
+pub struct LoopbackServer {
+    pub addr: SocketAddr,
+    pub log: RequestLog,
+    task: JoinHandle<()>,
+}
+
+impl LoopbackServer {
+    /// Serve `router` on 127.0.0.1:0.
+    pub async fn start(router: axum::Router, log: RequestLog) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Ok(Self { addr, log, task })
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for LoopbackServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
