@@ -160,6 +160,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct Supervisor {
     inner: Arc<Inner>,
+    /// Cancels this handle's captured commands (see [`Supervisor::with_cancel`]).
+    scope: CancellationToken,
 }
 
 impl Default for Supervisor {
@@ -177,6 +179,16 @@ impl Supervisor {
                 shutting_down: CancellationToken::new(),
                 shutdown_done: OnceCell::new(),
             }),
+            scope: CancellationToken::new(),
+        }
+    }
+
+    /// A handle on the same registry whose captured commands also stop when `cancel` fires:
+    /// how a dispatch's cancel reaches an adapter's discovery subprocesses.
+    pub fn with_cancel(&self, cancel: CancellationToken) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            scope: cancel,
         }
     }
 
@@ -267,25 +279,24 @@ impl Supervisor {
         cancel: &CancellationToken,
         limit: usize,
     ) -> Result<Captured, Failure> {
-        if cancel.is_cancelled() {
+        if cancel.is_cancelled() || self.scope.is_cancelled() {
             return Err(Failure::new(FailureKind::Cancelled, "cancelled before start"));
         }
         let mut child = self.spawn(launch)?;
         let group = child.group.clone();
-        let out = read_capped(child.stdout.take(), limit);
-        let err = read_capped(child.stderr.take(), limit);
-        let work = async {
-            let (stdout, stderr) = tokio::join!(out, err);
-            let status = group.exited().await;
-            (status, stdout, stderr)
-        };
-        let result = tokio::select! {
-            r = work => Ok(r),
+        let out = tokio::spawn(read_capped(child.stdout.take(), limit));
+        let err = tokio::spawn(read_capped(child.stderr.take(), limit));
+        let status = tokio::select! {
+            s = group.exited() => Ok(s),
             _ = cancel.cancelled() => Err(Failure::new(FailureKind::Cancelled, "cancelled")),
+            _ = self.scope.cancelled() => Err(Failure::new(FailureKind::Cancelled, "cancelled")),
         };
+        // The command is done (or cancelled): stop whatever it left behind, then collect what
+        // the pipes still hold, without waiting on a pipe an escaped process keeps open.
         group.terminate().await;
-        let (status, stdout, stderr) = result?;
-        let status = status.ok_or_else(|| {
+        let stdout = drain(out).await;
+        let stderr = drain(err).await;
+        let status = status?.ok_or_else(|| {
             Failure::new(FailureKind::SpawnFailed, "lost track of a captured command")
         })?;
         Ok(Captured {
@@ -314,6 +325,20 @@ impl Supervisor {
     /// Resolves when shutdown has begun.
     pub async fn shutdown_started(&self) {
         self.inner.shutting_down.cancelled().await
+    }
+}
+
+/// Bound on collecting a captured command's output once its tree is gone.
+const CAPTURE_DRAIN: Duration = Duration::from_millis(500);
+
+async fn drain(task: tokio::task::JoinHandle<Vec<u8>>) -> Vec<u8> {
+    let abort = task.abort_handle();
+    match tokio::time::timeout(CAPTURE_DRAIN, task).await {
+        Ok(Ok(bytes)) => bytes,
+        _ => {
+            abort.abort();
+            Vec::new()
+        }
     }
 }
 
