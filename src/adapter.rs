@@ -120,7 +120,9 @@ pub struct ParseError(pub String);
 pub enum Terminal {
     Success,
     /// An error envelope: the CLI said the run failed.
-    Error { message: String },
+    Error {
+        message: String,
+    },
 }
 
 /// What the whole stream established. Read once, after the process is gone.

@@ -41,7 +41,9 @@ pub fn framing_error(e: &LinesCodecError) -> String {
 pub fn check_line(line: &str) -> Result<(), String> {
     // Cheap path: fewer bytes than the cap means fewer chars too.
     if line.len() > MAX_LINE_CHARS && line.chars().count() > MAX_LINE_CHARS {
-        return Err(format!("a stdout line exceeded {MAX_LINE_CHARS} characters"));
+        return Err(format!(
+            "a stdout line exceeded {MAX_LINE_CHARS} characters"
+        ));
     }
     Ok(())
 }

@@ -164,7 +164,10 @@ pub async fn dispatch_valid(
         ok: failure.is_none(),
         text: outcome.text,
         usage: outcome.usage,
-        identity: Identity { confirmed, ..identity },
+        identity: Identity {
+            confirmed,
+            ..identity
+        },
         session_id: outcome.session_id,
         failure,
         exit: outcome::exit_info(observed.exit),

@@ -100,28 +100,60 @@ mod tests {
 
     #[test]
     fn success_needs_exit_zero_and_terminal_success() {
-        let ok = Observed { exit: code(0), terminal: Some(Terminal::Success), ..Default::default() };
+        let ok = Observed {
+            exit: code(0),
+            terminal: Some(Terminal::Success),
+            ..Default::default()
+        };
         assert_eq!(kind(ok), None);
-        let no_terminal = Observed { exit: code(0), ..Default::default() };
+        let no_terminal = Observed {
+            exit: code(0),
+            ..Default::default()
+        };
         assert_eq!(kind(no_terminal), Some(FailureKind::IncompleteStream));
-        let nonzero = Observed { exit: code(3), terminal: Some(Terminal::Success), ..Default::default() };
+        let nonzero = Observed {
+            exit: code(3),
+            terminal: Some(Terminal::Success),
+            ..Default::default()
+        };
         assert_eq!(kind(nonzero), Some(FailureKind::NonzeroExit));
     }
 
     #[test]
     fn precedence() {
-        let err = Some(Terminal::Error { message: "m".into() });
+        let err = Some(Terminal::Error {
+            message: "m".into(),
+        });
         assert_eq!(
-            kind(Observed { exit: code(0), terminal: err.clone(), ..Default::default() }),
+            kind(Observed {
+                exit: code(0),
+                terminal: err.clone(),
+                ..Default::default()
+            }),
             Some(FailureKind::ErrorEnvelope)
         );
         assert_eq!(
-            kind(Observed { exit: sig(9), parse_failure: Some("bad".into()), ..Default::default() }),
+            kind(Observed {
+                exit: sig(9),
+                parse_failure: Some("bad".into()),
+                ..Default::default()
+            }),
             Some(FailureKind::MalformedStream)
         );
-        assert_eq!(kind(Observed { exit: sig(9), ..Default::default() }), Some(FailureKind::Signal));
         assert_eq!(
-            kind(Observed { cancelled: true, exit: sig(15), parse_failure: Some("x".into()), ..Default::default() }),
+            kind(Observed {
+                exit: sig(9),
+                ..Default::default()
+            }),
+            Some(FailureKind::Signal)
+        );
+        assert_eq!(
+            kind(Observed {
+                cancelled: true,
+                exit: sig(15),
+                parse_failure: Some("x".into()),
+                ..Default::default()
+            }),
             Some(FailureKind::Cancelled)
         );
     }

@@ -237,7 +237,10 @@ impl Supervisor {
             } else {
                 FailureKind::SpawnFailed
             };
-            Failure::new(kind, format!("could not start {}: {e}", launch.program.display()))
+            Failure::new(
+                kind,
+                format!("could not start {}: {e}", launch.program.display()),
+            )
         })?;
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         if let (StdinPlan::Bytes(bytes), Some(mut stdin)) = (&launch.stdin, child.stdin.take()) {
@@ -280,7 +283,10 @@ impl Supervisor {
         limit: usize,
     ) -> Result<Captured, Failure> {
         if cancel.is_cancelled() || self.scope.is_cancelled() {
-            return Err(Failure::new(FailureKind::Cancelled, "cancelled before start"));
+            return Err(Failure::new(
+                FailureKind::Cancelled,
+                "cancelled before start",
+            ));
         }
         let mut child = self.spawn(launch)?;
         let group = child.group.clone();

@@ -1,0 +1,77 @@
+//! Command-line interface: `run`, `agents`, `models`.
+
+mod agents;
+mod models;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agent-dispatch",
+    version,
+    about = "Run another coding-agent CLI as a blocking, sandboxed read-only subagent"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Dispatch a task; writes versioned JSONL (started, event…, result) on stdout.
+    Run(RunArgs),
+    /// List the supported agents, their capabilities and the installed CLI versions.
+    Agents {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List an agent's model catalogue (read live from the CLI).
+    Models {
+        /// Agent id, as listed by `agents`.
+        agent: String,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Agent id, as listed by `agents`.
+    #[arg(long)]
+    agent: String,
+    /// Model, passed to the CLI unchanged (default: the CLI's own).
+    #[arg(long)]
+    model: Option<String>,
+    /// Reasoning effort, passed to the CLI unchanged (default: the CLI's own).
+    #[arg(long)]
+    effort: Option<String>,
+    /// A scope hint appended to the task (which files or change to look at).
+    #[arg(long)]
+    scope: Option<String>,
+    /// Working directory the agent runs in (default: the current directory).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// Read the task from a file (`-` for stdin) instead of the arguments after `--`.
+    #[arg(long, conflicts_with = "task")]
+    task_file: Option<PathBuf>,
+    /// Treat end-of-file on stdin as "the caller died": cancel and clean up.
+    #[arg(long)]
+    lifeline: bool,
+    /// The task, after `--`.
+    #[arg(last = true)]
+    task: Vec<String>,
+}
+
+pub async fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run::run(args).await,
+        Command::Agents { json } => agents::agents(json).await,
+        Command::Models { agent, json } => models::models(&agent, json).await,
+    }
+}
