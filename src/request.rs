@@ -69,10 +69,8 @@ pub fn validate(req: &DispatchRequest) -> Result<ValidRequest, Failure> {
     if req.task.contains('\0') {
         return Err(invalid("task contains a NUL byte"));
     }
-    if let Some(scope) = &req.scope {
-        if scope.contains('\0') {
-            return Err(invalid("scope contains a NUL byte"));
-        }
+    if req.scope.as_deref().is_some_and(|s| s.contains('\0')) {
+        return Err(invalid("scope contains a NUL byte"));
     }
     check_selector("model", &req.model)?;
     check_selector("effort", &req.effort)?;

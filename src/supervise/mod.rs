@@ -67,8 +67,7 @@ impl Group {
     /// Wait for the direct child to exit (not for stdio to close, not for descendants).
     pub async fn exited(&self) -> Option<ExitStatus> {
         let mut rx = self.exit.clone();
-        let status = rx.wait_for(|s| s.is_some()).await.ok().and_then(|s| *s);
-        status
+        rx.wait_for(|s| s.is_some()).await.ok().and_then(|s| *s)
     }
 
     /// Stop the whole tree: idempotent, and every concurrent caller waits for the same cleanup.
