@@ -1,0 +1,137 @@
+/**
+ * What a dispatch leaves behind in Pi: the `details` record (for renderers, the `tool_result`
+ * error patch, and anyone reading the session file), the model-facing text, and Pi usage.
+ * Pure functions over bridge snapshots; no Pi imports.
+ */
+
+import type { ActivityItem, DispatchParams, Outcome, Progress } from "./bridge.ts";
+import { type ExitInfo, type Failure, type Identity, type PiUsage, toPiUsage } from "./protocol.ts";
+
+/** Activity items kept in `details` (the renderer shows fewer). */
+const DETAILS_ACTIVITY = 8;
+/** Task preview kept in `details` (the full task is in the tool call's arguments). */
+const TASK_PREVIEW = 400;
+/** The model-facing answer is never silently cut, but a pathological size is bounded. */
+const ANSWER_MAX_CHARS = 512 * 1024;
+/** Stderr shown to the model on failure. */
+const STDERR_FOR_MODEL = 2000;
+export const EMPTY_ANSWER = "(the agent returned an empty answer)";
+
+export interface DispatchDetails {
+	/** Shape version of this record. */
+	v: 1;
+	status: "running" | "succeeded" | "failed";
+	agent: string;
+	task: string;
+	scope: string | null;
+	cwd: string;
+	identity: Identity;
+	/** The failure marker (D11): `failure.kind` is what the `tool_result` handler turns into `isError`. */
+	failure: Failure | null;
+	activity: ActivityItem[];
+	eventCount: number;
+	/** Pi-shaped usage, null when the CLI reported none. */
+	usage: PiUsage | null;
+	/** Whether `usage.cost.total` is a figure the CLI reported (false: unknown, shown as such). */
+	costReported: boolean;
+	reasoningTokens: number | null;
+	sessionId: string | null;
+	program: string | null;
+	exit: ExitInfo | null;
+	stderrTail: string;
+	durationMs: number | null;
+	elapsedMs: number;
+	checkBypassed: boolean;
+	/**
+	 * On failure only: whatever answer text the agent produced before failing. On success the answer
+	 * is the model-facing content itself and is not repeated here.
+	 */
+	partialAnswer: string;
+}
+
+function preview(s: string, n: number): string {
+	return s.length <= n ? s : `${s.slice(0, n - 1)}…`;
+}
+
+function base(params: DispatchParams): Pick<DispatchDetails, "v" | "agent" | "task" | "scope" | "cwd"> {
+	return {
+		v: 1,
+		agent: params.agent,
+		task: preview(params.task, TASK_PREVIEW),
+		scope: params.scope ?? null,
+		cwd: params.cwd,
+	};
+}
+
+export function runningDetails(params: DispatchParams, p: Progress): DispatchDetails {
+	return {
+		...base(params),
+		status: "running",
+		identity: p.identity,
+		failure: null,
+		activity: p.activity.slice(-DETAILS_ACTIVITY),
+		eventCount: p.eventCount,
+		usage: null,
+		costReported: false,
+		reasoningTokens: null,
+		sessionId: p.sessionId,
+		program: p.program,
+		exit: null,
+		stderrTail: "",
+		durationMs: null,
+		elapsedMs: p.elapsedMs,
+		checkBypassed: false,
+		partialAnswer: "",
+	};
+}
+
+/** At the end of a run, what was never confirmed was not reported (D13). */
+export function settle(id: Identity): Identity {
+	const s = (r: Identity["confirmed"]["model"]) => (r.state === "pending" ? { state: "not-reported" as const } : r);
+	return { ...id, confirmed: { model: s(id.confirmed.model), effort: s(id.confirmed.effort) } };
+}
+
+export function finalDetails(params: DispatchParams, o: Outcome): DispatchDetails {
+	const r = o.result;
+	let stderrTail = r.stderrTail ?? "";
+	if (o.synthesized && o.dispatcherStderr.trim()) {
+		stderrTail = stderrTail ? `${stderrTail}\n${o.dispatcherStderr}` : o.dispatcherStderr;
+	}
+	const failure: Failure | null = r.ok ? null : (r.failure ?? { kind: "unknown", message: "the dispatch failed" });
+	return {
+		...base(params),
+		status: r.ok ? "succeeded" : "failed",
+		identity: settle(r.identity),
+		failure,
+		activity: o.activity.slice(-DETAILS_ACTIVITY),
+		eventCount: o.eventCount,
+		usage: toPiUsage(r.usage) ?? null,
+		costReported: typeof r.usage?.costUsd === "number",
+		reasoningTokens: r.usage ? r.usage.reasoning : null,
+		sessionId: r.sessionId,
+		program: o.program,
+		exit: r.exit,
+		stderrTail,
+		durationMs: r.durationMs,
+		elapsedMs: r.durationMs,
+		checkBypassed: r.checkBypassed === true,
+		partialAnswer: r.ok ? "" : preview(r.text ?? "", ANSWER_MAX_CHARS),
+	};
+}
+
+/** The live text Pi shows (and keeps) for a partial result. */
+export function progressText(d: DispatchDetails): string {
+	const last = d.activity.at(-1);
+	return last ? `${d.agent} running: ${last.text.split("\n")[0]}` : `${d.agent} starting…`;
+}
+
+/** The text the calling model receives: the full answer, or a diagnosis of the failure. */
+export function modelText(d: DispatchDetails, o: Outcome): string {
+	if (d.status === "succeeded") return preview(o.result.text ?? "", ANSWER_MAX_CHARS) || EMPTY_ANSWER;
+	const f = d.failure!;
+	const parts = [`dispatch to ${d.agent} failed (${f.kind}): ${f.message}`];
+	if (d.partialAnswer.trim()) parts.push(`Partial answer:\n${d.partialAnswer}`);
+	const stderr = d.stderrTail.trim();
+	if (stderr) parts.push(`Diagnostics (stderr tail):\n${stderr.slice(-STDERR_FOR_MODEL)}`);
+	return parts.join("\n\n");
+}

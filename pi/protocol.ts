@@ -1,0 +1,167 @@
+/**
+ * The versioned JSONL protocol `agent-dispatch run` writes on stdout, mirrored as TypeScript types.
+ *
+ * Source of truth: the engine's `src/contract.rs` and `src/protocol.rs`. Nothing here knows about a
+ * particular agent CLI: agents are plain ids reported by `agent-dispatch agents --json`.
+ */
+
+/** The protocol version this extension speaks. A line with another version is refused. */
+export const PROTOCOL_VERSION = 1;
+
+/** A value the CLI may or may not report. Pending, not-reported and confirmed are never conflated. */
+export type Reported =
+	| { state: "pending" }
+	| { state: "not-reported" }
+	| { state: "confirmed"; value: string };
+
+export interface Identity {
+	agent: string;
+	requested: { model: string | null; effort: string | null };
+	confirmed: { model: Reported; effort: Reported };
+}
+
+export type CommandStatus = "started" | "completed" | "failed" | "declined";
+export type ActivityKind = "reasoning" | "plan" | "file-change" | "tool";
+
+export type StreamEvent =
+	| { type: "text"; text: string }
+	| {
+			type: "command";
+			id?: string;
+			command: string;
+			status: CommandStatus;
+			exitCode?: number;
+			outputTail?: string;
+	  }
+	| { type: "activity"; kind: ActivityKind; text: string }
+	| { type: "metadata"; sessionId?: string; model?: string; effort?: string }
+	| { type: "notice"; level: "info" | "warning"; message: string }
+	| { type: "error"; message: string }
+	| { type: "done"; success: boolean };
+
+/** Normalised usage: `input` excludes cache reads and writes; `reasoning` is part of `output`. */
+export interface ProtocolUsage {
+	input: number;
+	cacheRead: number;
+	cacheWrite: number;
+	output: number;
+	reasoning: number;
+	costUsd?: number;
+}
+
+export interface Failure {
+	/** Stable kebab-case kind, e.g. `error-envelope`, `cancelled`, `not-installed`. */
+	kind: string;
+	message: string;
+}
+
+export interface ExitInfo {
+	code?: number;
+	signal?: number;
+}
+
+export interface DispatchResult {
+	ok: boolean;
+	text: string;
+	usage: ProtocolUsage | null;
+	identity: Identity;
+	sessionId: string | null;
+	failure: Failure | null;
+	exit: ExitInfo | null;
+	stderrTail: string;
+	durationMs: number;
+	checkBypassed: boolean;
+}
+
+export type Line =
+	| { type: "started"; protocol: number; identity: Identity; program: string; cwd: string }
+	| { type: "event"; protocol: number; event: StreamEvent }
+	| ({ type: "result"; protocol: number } & DispatchResult);
+
+/** One entry of `agent-dispatch agents --json`. */
+export interface AgentInfo {
+	id: string;
+	displayName: string;
+	program: string;
+	installed: boolean;
+	path: string | null;
+	version: string | null;
+	installHint: string;
+	capabilities: {
+		readOnlyEnforced: boolean;
+		modelCatalogue: boolean;
+		reportsModel: boolean;
+		reportsEffort: boolean;
+		efforts: string[];
+	};
+}
+
+/** `agent-dispatch models AGENT --json`. */
+export interface ModelCatalogue {
+	agent: string;
+	models: {
+		slug: string;
+		displayName?: string | null;
+		defaultEffort?: string | null;
+		efforts: string[];
+		hidden?: boolean;
+	}[];
+}
+
+/** Pi's `Usage` shape (from `@earendil-works/pi-ai`), restated so this module stays dependency-free. */
+export interface PiUsage {
+	input: number;
+	output: number;
+	cacheRead: number;
+	cacheWrite: number;
+	reasoning?: number;
+	totalTokens: number;
+	cost: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
+}
+
+/**
+ * Protocol usage → Pi usage. Cost is never estimated: `cost.total` is the CLI-reported dollar figure
+ * when there is one, else 0; the per-kind cost split is unknown and stays 0.
+ */
+export function toPiUsage(u: ProtocolUsage | null | undefined): PiUsage | undefined {
+	if (!u) return undefined;
+	const n = (x: unknown) => (typeof x === "number" && Number.isFinite(x) ? x : 0);
+	const input = n(u.input);
+	const output = n(u.output);
+	const cacheRead = n(u.cacheRead);
+	const cacheWrite = n(u.cacheWrite);
+	return {
+		input,
+		output,
+		cacheRead,
+		cacheWrite,
+		reasoning: n(u.reasoning),
+		totalTokens: input + output + cacheRead + cacheWrite,
+		cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: n(u.costUsd) },
+	};
+}
+
+/** Parse one stdout line. Returns undefined for blank lines; throws on malformed JSON or a foreign version. */
+export function parseLine(raw: string): Line | undefined {
+	const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+	if (!line.trim()) return undefined;
+	const obj = JSON.parse(line) as { type?: unknown; protocol?: unknown };
+	if (obj === null || typeof obj !== "object" || typeof obj.type !== "string") {
+		throw new Error("protocol line without a type");
+	}
+	if (obj.protocol !== PROTOCOL_VERSION) {
+		throw new Error(
+			`agent-dispatch speaks protocol ${String(obj.protocol)}, this extension speaks ${PROTOCOL_VERSION}; update one of them`,
+		);
+	}
+	return obj as Line;
+}
+
+/** The identity before anything was started: requested values, nothing confirmed yet. */
+export function pendingIdentity(agent: string, model?: string, effort?: string): Identity {
+	return {
+		agent,
+		requested: { model: model ?? null, effort: effort ?? null },
+		confirmed: { model: { state: "pending" }, effort: { state: "pending" } },
+	};
+}
