@@ -24,7 +24,7 @@ export type KeyHint = (keybinding: "app.tools.expand", description: string) => s
 
 /** Activity lines shown while a dispatch runs. */
 export const LIVE_TAIL = 5;
-const LINE_MAX = 160;
+const LINE_MAX = 100;
 
 const CLI_DEFAULT = "CLI default";
 
@@ -188,7 +188,8 @@ export function expandedView(d: DispatchDetails, answer: string, theme: ThemeLik
 			? `${theme.fg("success", "✓")} ${d.agent} answered ${theme.fg("dim", `in ${fmtDuration(d.durationMs)}`)}`
 			: `${theme.fg("error", "✗")} ${d.agent} failed: ${theme.fg("error", d.failure?.kind ?? "unknown")} ${theme.fg("dim", `after ${fmtDuration(d.durationMs)}`)}`,
 	);
-	if (d.task) head.push(theme.fg("dim", `task: ${oneLine(d.task, 300)}`));
+	// The call row shows the task's first 100 characters; a longer one is shown further here.
+	if (d.task.length > 100) head.push(theme.fg("dim", `task: ${oneLine(d.task, 400)}`));
 	if (d.scope) head.push(theme.fg("dim", `scope: ${oneLine(d.scope, 300)}`));
 
 	const section = (name: string) => theme.fg("muted", `── ${name}`);
@@ -230,7 +231,7 @@ export function expandedView(d: DispatchDetails, answer: string, theme: ThemeLik
 	}
 	if (d.activity.length) {
 		tail.push(section("last activity"));
-		for (const a of d.activity) tail.push(`  ${activityLine(a, theme)}`);
+		for (const a of d.activity.slice(-LIVE_TAIL)) tail.push(`  ${activityLine(a, theme)}`);
 	}
 	return { head, answer: ok ? answer : d.partialAnswer, tail };
 }

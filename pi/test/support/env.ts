@@ -115,13 +115,15 @@ export function runPiJson(opts: {
 	args: string[];
 	prompt: string;
 	env?: Record<string, string>;
+	/** Fake-CLI invocation log (see `fakeCliDir`). */
+	log?: string;
 	timeoutMs?: number;
 }): Promise<PiRun> {
 	return new Promise((resolvePromise, reject) => {
 		const child = spawn(
 			NODE,
 			[PI_CLI, "--mode", "json", "--model", "fake/fake-model", ...opts.args, opts.prompt],
-			{ cwd: opts.cwd, env: piEnv(opts.home, opts.env), stdio: ["ignore", "pipe", "pipe"] },
+			{ cwd: opts.cwd, env: piEnv(opts.home, opts.env, opts.log), stdio: ["ignore", "pipe", "pipe"] },
 		);
 		let stdout = "";
 		let stderr = "";
@@ -151,10 +153,10 @@ export class PiRpc {
 	private nextId = 0;
 	private closed: Promise<number | null>;
 
-	constructor(opts: { home: string; cwd: string; args: string[]; env?: Record<string, string> }) {
+	constructor(opts: { home: string; cwd: string; args: string[]; env?: Record<string, string>; log?: string }) {
 		this.child = spawn(NODE, [PI_CLI, "--mode", "rpc", "--model", "fake/fake-model", ...opts.args], {
 			cwd: opts.cwd,
-			env: piEnv(opts.home, opts.env),
+			env: piEnv(opts.home, opts.env, opts.log),
 			stdio: ["pipe", "pipe", "pipe"],
 		});
 		const dec = new StringDecoder("utf8");

@@ -1,0 +1,217 @@
+/**
+ * Presentation and result shaping, without a terminal: the call row, the live tail, the collapsed
+ * summary with the configured expand key, the expanded view, and what the model receives.
+ */
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+
+import type { ActivityItem, Outcome, Progress } from "../bridge.ts";
+import { finalDetails, modelText, runningDetails } from "../details.ts";
+import { type DispatchResult, type Identity, pendingIdentity, toPiUsage } from "../protocol.ts";
+import { callLines, expandedView, type KeyHint, plainTheme, runningLines, summaryLines } from "../render.ts";
+
+const params = { agent: "agent-a", task: "Review the change in src/ for races.", cwd: "/repo" };
+
+function progress(activity: ActivityItem[], identity: Identity = pendingIdentity("agent-a")): Progress {
+	return { identity, activity, eventCount: activity.length, sessionId: null, program: "/bin/a", started: true, elapsedMs: 2500 };
+}
+
+function outcome(r: Partial<DispatchResult>, activity: ActivityItem[] = []): Outcome {
+	const result: DispatchResult = {
+		ok: true,
+		text: "ANSWER-LINE-1\n\nThe full answer has **markdown** and a second paragraph.",
+		usage: { input: 1200, cacheRead: 300, cacheWrite: 40, output: 250, reasoning: 90 },
+		identity: {
+			agent: "agent-a",
+			requested: { model: null, effort: "high" },
+			confirmed: { model: { state: "confirmed", value: "model-x-2" }, effort: { state: "not-reported" } },
+		},
+		sessionId: "sess-1",
+		failure: null,
+		exit: { code: 0 },
+		stderrTail: "",
+		durationMs: 4200,
+		checkBypassed: false,
+		...r,
+	};
+	return {
+		result,
+		activity,
+		eventCount: activity.length,
+		program: "/bin/a",
+		synthesized: false,
+		cancelRequested: false,
+		pid: 42,
+		dispatcherStderr: "",
+		protocolErrors: [],
+	};
+}
+
+const hintCalls: string[] = [];
+const keyHint: KeyHint = (id, desc) => {
+	hintCalls.push(id);
+	return `ctrl+o ${desc}`;
+};
+
+describe("call row", () => {
+	test("nothing requested: CLI default for both, confirmation pending", () => {
+		const [head, task] = callLines({ agent: "agent-a", task: params.task }, undefined, plainTheme);
+		assert.equal(head, "dispatch agent-a  model CLI default · effort CLI default · confirmation pending");
+		assert.equal(task, params.task);
+	});
+
+	test("requested values shown as requested until the CLI confirms them", () => {
+		const [head] = callLines({ agent: "agent-a", model: "m-1", effort: "low" }, undefined, plainTheme);
+		assert.match(head!, /model m-1 · effort low · confirmation pending/);
+	});
+
+	test("identity updates as the CLI confirms it; a differing confirmation keeps the request visible", () => {
+		const id: Identity = {
+			agent: "agent-a",
+			requested: { model: "alias", effort: null },
+			confirmed: { model: { state: "confirmed", value: "model-x-2" }, effort: { state: "pending" } },
+		};
+		const [head] = callLines({ agent: "agent-a", model: "alias" }, id, plainTheme);
+		assert.match(head!, /model model-x-2 \(requested alias\) · effort CLI default · confirmation pending/);
+		id.confirmed.effort = { state: "not-reported" };
+		const [done] = callLines({ agent: "agent-a", model: "alias" }, id, plainTheme);
+		assert.match(done!, /effort CLI default \(not reported\)$/);
+		assert.doesNotMatch(done!, /pending/);
+	});
+});
+
+describe("running", () => {
+	test("the live tail shows the last few activity items, commands with their state", () => {
+		const acts: ActivityItem[] = [
+			{ kind: "text", text: "old text that scrolled away" },
+			{ kind: "command", text: "git log", status: "completed", exitCode: 0 },
+			{ kind: "activity", label: "reasoning", text: "thinking about locks" },
+			{ kind: "command", text: "rg Mutex src", status: "completed", exitCode: 1 },
+			{ kind: "notice", label: "warning", text: "Reconnecting 1/5" },
+			{ kind: "text", text: "Looking at the\nscheduler" },
+			{ kind: "command", text: "cargo test", status: "started" },
+		];
+		const lines = runningLines(runningDetails(params, progress(acts)), plainTheme);
+		assert.match(lines[0]!, /agent-a running · 7 events · 2\.5s/);
+		assert.equal(lines.length, 6, "status + 5 tail lines");
+		assert.ok(!lines.join("\n").includes("old text"), "older items scroll away");
+		assert.ok(lines.some((l) => l.includes("$ rg Mutex src ✓ exit 1")));
+		assert.ok(lines.some((l) => l.includes("· reasoning: thinking about locks")));
+		assert.ok(lines.some((l) => l.includes("! Reconnecting 1/5")));
+		assert.ok(lines.some((l) => l.includes("› Looking at the scheduler")), "text flattened to one line");
+		assert.match(lines.at(-1)!, /\$ cargo test …$/);
+	});
+
+	test("before any event: a waiting line", () => {
+		const lines = runningLines(runningDetails(params, progress([])), plainTheme);
+		assert.match(lines[1]!, /waiting for the agent/);
+	});
+});
+
+describe("done", () => {
+	test("collapsed success: two lines, stats and the configured expand hint", () => {
+		hintCalls.length = 0;
+		const o = outcome({});
+		const d = finalDetails(params, o);
+		const lines = summaryLines(d, modelText(d, o), plainTheme, keyHint);
+		assert.equal(lines.length, 2);
+		assert.match(lines[0]!, /✓ agent-a answered 4\.2s · ↑1\.2k ↓250 R300 W40$/);
+		assert.match(lines[1]!, /ANSWER-LINE-1 The full answer/);
+		assert.match(lines[1]!, /\(ctrl\+o to expand\)$/);
+		assert.deepEqual(hintCalls, ["app.tools.expand"], "the hint comes from the render context's keyHint");
+	});
+
+	test("expanded success: full answer, confirmed vs requested identity, usage, cost not reported", () => {
+		const o = outcome({});
+		const d = finalDetails(params, o);
+		const v = expandedView(d, modelText(d, o), plainTheme);
+		assert.equal(v.answer, o.result.text, "the full answer, unabridged");
+		const tail = v.tail.join("\n");
+		assert.match(tail, /model {3}requested CLI default · confirmed model-x-2/);
+		assert.match(tail, /effort {2}requested high · confirmed not reported/);
+		assert.match(tail, /input 1200 · cache read 300 · cache write 40 · output 250 \(reasoning 90\) · total 1790/);
+		assert.match(tail, /cost cost not reported/);
+		assert.match(tail, /session sess-1/);
+	});
+
+	test("a reported cost is shown and becomes cost.total", () => {
+		const o = outcome({ usage: { input: 10, cacheRead: 0, cacheWrite: 0, output: 5, reasoning: 0, costUsd: 0.0123 } });
+		const d = finalDetails(params, o);
+		assert.equal(d.usage?.cost.total, 0.0123);
+		assert.equal(d.costReported, true);
+		assert.match(summaryLines(d, "x", plainTheme, keyHint)[0]!, /\$0\.0123/);
+		assert.match(expandedView(d, "x", plainTheme).tail.join("\n"), /cost \$0\.0123/);
+	});
+
+	test("failure: kind and message collapsed; expanded adds exit and the stderr tail", () => {
+		const o = outcome({
+			ok: false,
+			text: "partial words",
+			failure: { kind: "nonzero-exit", message: "the CLI exited with code 3" },
+			exit: { code: 3 },
+			stderrTail: "warming up\nfatal: boom\n",
+		});
+		const d = finalDetails(params, o);
+		assert.equal(d.status, "failed");
+		const [first, second] = summaryLines(d, "", plainTheme, keyHint);
+		assert.match(first!, /✗ agent-a nonzero-exit/);
+		assert.match(second!, /the CLI exited with code 3 \(ctrl\+o to expand\)/);
+		const v = expandedView(d, "", plainTheme);
+		assert.equal(v.answer, "partial words");
+		const tail = v.tail.join("\n");
+		assert.match(tail, /── failure\n {2}nonzero-exit: the CLI exited with code 3\n {2}exit 3/);
+		assert.match(tail, /── diagnostics \(stderr tail\)\n {2}warming up\n {2}fatal: boom/);
+	});
+});
+
+describe("what the model and the session get", () => {
+	test("success: the full answer is the content; usage in Pi's shape", () => {
+		const o = outcome({});
+		const d = finalDetails(params, o);
+		assert.equal(modelText(d, o), o.result.text);
+		assert.deepEqual(d.usage, {
+			input: 1200,
+			output: 250,
+			cacheRead: 300,
+			cacheWrite: 40,
+			reasoning: 90,
+			totalTokens: 1790,
+			cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+		});
+		assert.equal(d.failure, null);
+	});
+
+	test("failure: the marker, the diagnosis, partial answer and stderr for the model; usage kept", () => {
+		const o = outcome({
+			ok: false,
+			text: "half an answer",
+			failure: { kind: "error-envelope", message: "FAKE_FAILURE: refused" },
+			stderrTail: "trace line",
+		});
+		const d = finalDetails(params, o);
+		assert.deepEqual(d.failure, { kind: "error-envelope", message: "FAKE_FAILURE: refused" });
+		const text = modelText(d, o);
+		assert.match(text, /^dispatch to agent-a failed \(error-envelope\): FAKE_FAILURE: refused/);
+		assert.match(text, /Partial answer:\nhalf an answer/);
+		assert.match(text, /Diagnostics \(stderr tail\):\ntrace line/);
+		assert.equal(d.usage?.totalTokens, 1790);
+	});
+
+	test("pending at the end means not reported (never a guessed value)", () => {
+		const o = outcome({ identity: pendingIdentity("agent-a", "m") });
+		const d = finalDetails(params, o);
+		assert.deepEqual(d.identity.confirmed, { model: { state: "not-reported" }, effort: { state: "not-reported" } });
+		assert.equal(d.identity.requested.model, "m");
+	});
+
+	test("no usage reported: none invented", () => {
+		assert.equal(toPiUsage(null), undefined);
+		assert.equal(finalDetails(params, outcome({ usage: null })).usage, null);
+	});
+
+	test("details are plain JSON (they are persisted in the session file)", () => {
+		const d = finalDetails(params, outcome({}));
+		assert.deepEqual(JSON.parse(JSON.stringify(d)), d);
+	});
+});
