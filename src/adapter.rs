@@ -157,7 +157,15 @@ pub trait StreamParser: Send {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StubBase {
     Cwd,
+    /// The git directory of the working tree the cwd is in (`<root>/.git`, or
+    /// `<main>/.git/worktrees/<name>` in a linked worktree).
     GitDir,
+    /// The top of the working tree the cwd is in (where `.git` is).
+    WorkTree,
+    /// The repository's common git directory (the same as `GitDir` outside linked worktrees).
+    GitCommonDir,
+    /// The main working tree (the parent of a common git directory named `.git`).
+    MainWorkTree,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,3 +15,4 @@ pub mod supervise;
 pub mod protocol;
 pub mod runner;
 pub mod selftest;
+pub mod tree_guard;

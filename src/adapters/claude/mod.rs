@@ -31,7 +31,10 @@ impl Adapter for ClaudeAdapter {
         }
     }
     fn launch(&self, _ctx: &LaunchContext<'_>) -> Result<Launch, Failure> {
-        Err(Failure::new(FailureKind::ReadOnlyUnavailable, "not implemented yet"))
+        Err(Failure::new(
+            FailureKind::ReadOnlyUnavailable,
+            "not implemented yet",
+        ))
     }
     fn parser(&self) -> Box<dyn StreamParser> {
         unimplemented!()
