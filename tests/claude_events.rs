@@ -1,7 +1,7 @@
 //! The Claude stream-json parser over real captures (tests/fixtures/claude, README there) and
 //! synthetic edge cases.
 
-use agent_dispatch::adapter::{Adapter, StreamOutcome, StreamParser, Terminal};
+use agent_dispatch::adapter::{Adapter, StreamOutcome, Terminal};
 use agent_dispatch::adapters::claude::ClaudeAdapter;
 use agent_dispatch::contract::{CommandStatus, NoticeLevel, Reported, StreamEvent, Usage};
 
