@@ -365,11 +365,10 @@ async fn overlapping_terminate_calls_share_one_cleanup_and_spare_bystanders() {
         .unwrap();
     let g = child.group.clone();
     let t = Instant::now();
-    let (a, b, c) = tokio::join!(g.terminate(), g.terminate(), sup.shutdown());
+    let (a, b, ()) = tokio::join!(g.terminate(), g.terminate(), sup.shutdown());
     let took = t.elapsed();
     assert_eq!(a, Termination::Killed);
     assert_eq!(b, Termination::Killed);
-    let _ = c;
     assert!(
         took >= Duration::from_secs(2) && took < Duration::from_millis(3200),
         "{took:?}"
