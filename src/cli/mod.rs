@@ -46,10 +46,11 @@ pub struct RunArgs {
     #[arg(long)]
     agent: String,
     /// Model, passed to the CLI unchanged (default: the CLI's own).
-    #[arg(long)]
+    /// Hyphen values are accepted here so that they get the typed `invalid-request` error.
+    #[arg(long, allow_hyphen_values = true)]
     model: Option<String>,
     /// Reasoning effort, passed to the CLI unchanged (default: the CLI's own).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     effort: Option<String>,
     /// A scope hint appended to the task (which files or change to look at).
     #[arg(long)]
