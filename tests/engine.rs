@@ -62,6 +62,7 @@ async fn run_hooked(
     let opts = RunOptions {
         parent_env: env_with_fake_path(&tag),
         endpoint: None,
+        check: agent_dispatch::runner::CheckPolicy::Bypass,
     };
     let mut events = Vec::new();
     let result = {
@@ -248,8 +249,8 @@ async fn cancel_stops_the_whole_group_and_keeps_usage_so_far() {
     let trigger = cancel.clone();
     let mut cancelled_at = None;
     // Cancel once the CLI is demonstrably running: its first event is on the wire.
-    let r = run_hooked("SCENARIO:sleep", &sup, cancel, |_| {
-        if cancelled_at.is_none() {
+    let r = run_hooked("SCENARIO:sleep", &sup, cancel, |e| {
+        if matches!(e, StreamEvent::Metadata { .. }) && cancelled_at.is_none() {
             cancelled_at = Some(Instant::now());
             trigger.cancel();
         }
@@ -271,8 +272,10 @@ async fn a_sigterm_ignoring_tree_is_killed_after_the_grace_period() {
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
     let t = Instant::now();
-    let r = run_hooked("SCENARIO:ignore-term", &Supervisor::new(), cancel, |_| {
-        trigger.cancel()
+    let r = run_hooked("SCENARIO:ignore-term", &Supervisor::new(), cancel, |e| {
+        if matches!(e, StreamEvent::Metadata { .. }) {
+            trigger.cancel()
+        }
     })
     .await;
     assert_eq!(kind(&r.result), Some(FailureKind::Cancelled));
@@ -315,8 +318,10 @@ async fn shutdown_during_a_run_cancels_it_and_refuses_new_spawns() {
     let (running_tx, running_rx) = tokio::sync::oneshot::channel::<()>();
     let mut running_tx = Some(running_tx);
     let (r, _) = tokio::join!(
-        run_hooked("SCENARIO:sleep", &sup, CancellationToken::new(), |_| {
-            if let Some(tx) = running_tx.take() {
+        run_hooked("SCENARIO:sleep", &sup, CancellationToken::new(), |e| {
+            if matches!(e, StreamEvent::Metadata { .. })
+                && let Some(tx) = running_tx.take()
+            {
                 let _ = tx.send(());
             }
         }),
@@ -443,6 +448,7 @@ async fn a_panicking_parser_still_ends_in_cleanup() {
         let opts = RunOptions {
             parent_env: env_with_fake_path(&tag),
             endpoint: None,
+            check: agent_dispatch::runner::CheckPolicy::Bypass,
         };
         let mut sink = |_e| {};
         dispatch_valid(
@@ -469,6 +475,7 @@ async fn a_panicking_event_callback_still_ends_in_cleanup() {
     let opts = RunOptions {
         parent_env: env_with_fake_path(&tag),
         endpoint: None,
+        check: agent_dispatch::runner::CheckPolicy::Bypass,
     };
     let res = std::panic::AssertUnwindSafe(async {
         let mut sink = |e: StreamEvent| {

@@ -43,10 +43,32 @@ fn bad_input_yields_one_valid_result_line_and_exit_1() {
         vec!["run", "--agent", "codex", "--effort=--high", "--", "t"],
         vec!["run", "--agent", "codex", "--model", "", "--", "t"],
         vec!["run", "--agent", "codex", "--model", "a\nb", "--", "t"],
-        vec!["run", "--agent", "codex", "--cwd", "/etc/hostname", "--", "t"],
+        vec![
+            "run",
+            "--agent",
+            "codex",
+            "--cwd",
+            "/etc/hostname",
+            "--",
+            "t",
+        ],
         vec!["run", "--agent", "codex"],
-        vec!["run", "--agent", "codex", "--cwd", "/nonexistent/dir", "--", "t"],
-        vec!["run", "--agent", "codex", "--task-file", "/nonexistent/file"],
+        vec![
+            "run",
+            "--agent",
+            "codex",
+            "--cwd",
+            "/nonexistent/dir",
+            "--",
+            "t",
+        ],
+        vec![
+            "run",
+            "--agent",
+            "codex",
+            "--task-file",
+            "/nonexistent/file",
+        ],
     ] {
         let out = bin().args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "{args:?}");
@@ -57,7 +79,10 @@ fn bad_input_yields_one_valid_result_line_and_exit_1() {
         let r: Value = serde_json::from_str(lines[0]).unwrap();
         assert_eq!(r["type"], "result");
         let kind = r["failure"]["kind"].as_str().unwrap();
-        assert!(matches!(kind, "invalid-request" | "unsupported-agent"), "{kind}");
+        assert!(
+            matches!(kind, "invalid-request" | "unsupported-agent"),
+            "{kind}"
+        );
     }
 }
 
@@ -71,7 +96,13 @@ fn a_usage_error_exits_2_without_jsonl() {
 #[tokio::test]
 async fn every_line_of_real_runs_matches_the_schema() {
     let v = validator();
-    for scenario in ["ok", "error-envelope", "nonzero-exit", "no-terminal", "byte-split"] {
+    for scenario in [
+        "ok",
+        "error-envelope",
+        "nonzero-exit",
+        "no-terminal",
+        "byte-split",
+    ] {
         let tag = support::unique_tag("schema");
         let req = ValidRequest {
             adapter: &test_adapter::TEST_ADAPTER,
@@ -84,6 +115,7 @@ async fn every_line_of_real_runs_matches_the_schema() {
         let opts = RunOptions {
             parent_env: support::env_with_fake_path(&tag),
             endpoint: None,
+            check: agent_dispatch::runner::CheckPolicy::Bypass,
         };
         let mut lines = vec![Line::started(
             initial_identity("test", Some("m"), None),
@@ -91,9 +123,14 @@ async fn every_line_of_real_runs_matches_the_schema() {
             "/".into(),
         )];
         let mut sink = |e: StreamEvent| lines.push(Line::event(e));
-        let result =
-            dispatch_valid(&req, &opts, &Supervisor::new(), CancellationToken::new(), &mut sink)
-                .await;
+        let result = dispatch_valid(
+            &req,
+            &opts,
+            &Supervisor::new(),
+            CancellationToken::new(),
+            &mut sink,
+        )
+        .await;
         lines.push(Line::result(result));
         for line in &lines {
             assert_valid(&v, &serde_json::to_string(line).unwrap());

@@ -1,6 +1,7 @@
 //! Command-line interface: `run`, `agents`, `models`.
 
 mod agents;
+mod check;
 mod models;
 mod run;
 
@@ -27,6 +28,15 @@ enum Command {
     /// List the supported agents, their capabilities and the installed CLI versions.
     Agents {
         /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prove offline, on this machine, that each agent CLI cannot write: scripted write
+    /// attempts against a loopback fake model, a byte-level tree comparison. Records passes.
+    Check {
+        /// Agent ids (default: all).
+        agents: Vec<String>,
+        /// Print JSON instead of a report.
         #[arg(long)]
         json: bool,
     },
@@ -74,5 +84,6 @@ pub async fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(args).await,
         Command::Agents { json } => agents::agents(json).await,
         Command::Models { agent, json } => models::models(&agent, json).await,
+        Command::Check { agents, json } => check::check(&agents, json).await,
     }
 }
