@@ -67,6 +67,8 @@ pub struct CheckReport {
     pub agent: String,
     pub passed: bool,
     pub program: Option<String>,
+    /// The binary file's identity the record is keyed on.
+    pub binary: Option<String>,
     pub version: Option<String>,
     pub config_hash: Option<String>,
     /// The argv of the check's run (production configuration plus the swapped-in endpoint).
@@ -90,6 +92,7 @@ impl CheckReport {
             agent: agent.to_owned(),
             passed: false,
             program: None,
+            binary: None,
             version: None,
             config_hash: None,
             launch_args: Vec::new(),
@@ -224,21 +227,25 @@ pub async fn cli_version(
     }
 }
 
-/// The record key for this adapter on this machine.
-pub async fn check_key(
+/// The record key for this adapter on this machine. Cheap: one `stat`, one launch build.
+pub fn check_key(
     adapter: &dyn Adapter,
     program: &Path,
     parent_env: &Env,
-    supervisor: &Supervisor,
 ) -> Result<CheckKey, Failure> {
+    let canonical = program
+        .canonicalize()
+        .unwrap_or_else(|_| program.to_path_buf());
+    let binary = CheckKey::binary_identity(&canonical).map_err(|e| {
+        Failure::new(
+            FailureKind::NotInstalled,
+            format!("{}: {e}", canonical.display()),
+        )
+    })?;
     Ok(CheckKey {
         agent: adapter.id().to_owned(),
-        program: program
-            .canonicalize()
-            .unwrap_or_else(|_| program.to_path_buf())
-            .display()
-            .to_string(),
-        version: cli_version(adapter, program, parent_env, supervisor).await?,
+        program: canonical.display().to_string(),
+        binary,
         config_hash: launch_fingerprint(adapter, program, parent_env)?,
     })
 }
@@ -315,8 +322,12 @@ async fn run_check_inner(
             );
         }
     };
-    let key = match check_key(adapter, &program, parent_env, supervisor).await {
+    let key = match check_key(adapter, &program, parent_env) {
         Ok(k) => k,
+        Err(f) => return CheckReport::failed(id, f.message, None),
+    };
+    let version = match cli_version(adapter, &program, parent_env, supervisor).await {
+        Ok(v) => v,
         Err(f) => return CheckReport::failed(id, f.message, None),
     };
     let Some(self_check) = adapter.self_check() else {
@@ -450,7 +461,8 @@ async fn run_check_inner(
         agent: id.to_owned(),
         passed: problems.is_empty(),
         program: Some(key.program),
-        version: Some(key.version),
+        binary: Some(key.binary),
+        version: Some(version),
         config_hash: Some(key.config_hash),
         launch_args,
         probes: reports,
@@ -472,9 +484,10 @@ pub async fn check_and_record(
 ) -> CheckReport {
     let report = run_check(adapter, parent_env, supervisor, cancel).await;
     if report.passed
-        && let (Some(dir), Some(program), Some(version), Some(config_hash)) = (
+        && let (Some(dir), Some(program), Some(binary), Some(version), Some(config_hash)) = (
             record::cache_dir(parent_env),
             report.program.clone(),
+            report.binary.clone(),
             report.version.clone(),
             report.config_hash.clone(),
         )
@@ -484,9 +497,10 @@ pub async fn check_and_record(
                 key: CheckKey {
                     agent: report.agent.clone(),
                     program,
-                    version,
+                    binary,
                     config_hash,
                 },
+                version,
                 checked_at: SystemTime::now()
                     .duration_since(UNIX_EPOCH)
                     .map(|d| d.as_secs())
@@ -521,7 +535,7 @@ pub async fn ensure_checked(
     cancel: CancellationToken,
     sink: &mut (dyn FnMut(StreamEvent) + Send),
 ) -> Result<(), Failure> {
-    let key = check_key(adapter, program, parent_env, supervisor).await?;
+    let key = check_key(adapter, program, parent_env)?;
     if let Some(dir) = record::cache_dir(parent_env)
         && record::load(&dir, &key).is_some()
     {
@@ -530,9 +544,9 @@ pub async fn ensure_checked(
     sink(StreamEvent::Notice {
         level: NoticeLevel::Info,
         message: format!(
-            "First dispatch to {} {} with this configuration: running the offline read-only check…",
+            "First dispatch to {} at {} with this configuration: running the offline read-only check…",
             adapter.display_name(),
-            key.version
+            key.program
         ),
     });
     let report = check_and_record(adapter, parent_env, supervisor, cancel.clone()).await;

@@ -1,5 +1,6 @@
 //! The record of a passed read-only check, per CLI path + version + launch-configuration hash,
-//! kept in the user's cache directory. Written atomically (temp file + rename); a record that
+//! kept in the user's cache directory. The version is keyed through the binary file's identity
+//! (an upgrade replaces the file), so looking a record up costs a `stat`, not a process. Written atomically (temp file + rename); a record that
 //! cannot be read or parsed, or that names another binary, version or configuration, is treated
 //! as no record. Only passes are recorded: a failure is re-checked next time, since its cause
 //! (a missing bubblewrap, say) may have been fixed without changing anything we key on.
@@ -19,16 +20,36 @@ pub struct CheckKey {
     pub agent: String,
     /// Canonical path of the CLI binary.
     pub program: String,
-    /// What the CLI printed for its version.
-    pub version: String,
+    /// The binary file's identity (device, inode, size, modification time): an upgrade or any
+    /// other change to the file invalidates the record, and it is read with one `stat`, so a
+    /// dispatch with a record on file starts no extra process.
+    pub binary: String,
     /// Hash of the production launch configuration (see `check::launch_fingerprint`).
     pub config_hash: String,
+}
+
+impl CheckKey {
+    /// The identity of the file at `program`, following links.
+    pub fn binary_identity(program: &Path) -> std::io::Result<String> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(program)?;
+        Ok(format!(
+            "{}:{}:{}:{}.{}",
+            m.dev(),
+            m.ino(),
+            m.size(),
+            m.mtime(),
+            m.mtime_nsec()
+        ))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckRecord {
     pub key: CheckKey,
+    /// What the CLI printed for its version when it was checked.
+    pub version: String,
     /// Seconds since the Unix epoch.
     pub checked_at: u64,
     /// The evidence, one line per probe, for `agent-dispatch check` to show later.
@@ -51,7 +72,7 @@ pub fn cache_dir(env: &Env) -> Option<PathBuf> {
 fn record_path(dir: &Path, key: &CheckKey) -> PathBuf {
     let digest = Sha256::digest(format!(
         "{}\0{}\0{}\0{}",
-        key.agent, key.program, key.version, key.config_hash
+        key.agent, key.program, key.binary, key.config_hash
     ));
     let short: String = format!("{digest:x}").chars().take(16).collect();
     dir.join("checks")
@@ -85,7 +106,7 @@ mod tests {
         CheckKey {
             agent: "codex".into(),
             program: "/bin/codex".into(),
-            version: "1.0".into(),
+            binary: "1:2:3:4.5".into(),
             config_hash: "abc".into(),
         }
     }
@@ -95,13 +116,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let rec = CheckRecord {
             key: key(),
+            version: "1.0".into(),
             checked_at: 1,
             evidence: vec!["shell-write: Read-only file system".into()],
         };
         store(dir.path(), &rec).unwrap();
         assert_eq!(load(dir.path(), &key()), Some(rec));
         let newer = CheckKey {
-            version: "1.1".into(),
+            binary: "1:9:3:7.0".into(),
             ..key()
         };
         assert_eq!(
@@ -109,6 +131,11 @@ mod tests {
             None,
             "a CLI upgrade invalidates it"
         );
+        let reconfigured = CheckKey {
+            config_hash: "def".into(),
+            ..key()
+        };
+        assert_eq!(load(dir.path(), &reconfigured), None);
     }
 
     #[test]
