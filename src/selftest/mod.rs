@@ -1,6 +1,7 @@
 //! Offline self-testing: loopback fake model endpoints that script an agent's turns (used by the
 //! project's real-CLI tests and by `agent-dispatch check`), scratch repositories, tree snapshots.
 
+pub mod fake_responses;
 pub mod scratch;
 pub mod server;
 pub mod snapshot;
