@@ -603,6 +603,20 @@ mod tests {
     }
 
     #[test]
+    fn usage_reported_before_a_failure_is_kept() {
+        let (p, _) = parse_all(&[
+            r#"{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":0,"output_tokens":2}}"#,
+            r#"{"type":"turn.failed","error":{"message":"second turn failed"}}"#,
+        ]);
+        let o = p.outcome();
+        assert_eq!(o.usage.map(|u| (u.input, u.output)), Some((10, 2)));
+        assert!(
+            matches!(o.terminal, Some(Terminal::Error { .. })),
+            "the last terminal decides"
+        );
+    }
+
+    #[test]
     fn last_agent_message_is_the_answer() {
         let (p, ev) = parse_all(&[
             r#"{"type":"item.completed","item":{"id":"a","type":"agent_message","text":"first"}}"#,

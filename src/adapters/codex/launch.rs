@@ -43,6 +43,11 @@ pub const EXEC_FLAGS: &[&str] = &[
     "unbounded_connection_retries",
 ];
 
+/// Configuration every run carries: the agent's commands do not inherit variables whose names
+/// contain `KEY`, `SECRET` or `TOKEN` (codex's default excludes, which 0.171.0 leaves off), so a
+/// provider credential passed to codex is not readable by the commands the model runs.
+pub const EXEC_OVERRIDES: &[&str] = &["shell_environment_policy.ignore_default_excludes=false"];
+
 /// Feature switches the helper commands (`debug models`, `doctor`) get too, so that reading the
 /// catalogue never runs a hook or loads a plugin. (They cannot take `--ignore-user-config`.)
 pub const HELPER_FLAGS: &[&str] = &["--disable", "hooks", "--disable", "plugins"];
@@ -189,6 +194,10 @@ pub fn build(ctx: &LaunchContext<'_>, resolved: &Resolved) -> Result<Launch, Fai
     let mut args: Vec<OsString> = EXEC_FLAGS.iter().map(OsString::from).collect();
     args.push("-C".into());
     args.push(ctx.cwd.as_os_str().to_owned());
+    for o in EXEC_OVERRIDES {
+        args.push("-c".into());
+        args.push(o.into());
+    }
     args.extend(resolved.override_args());
     // After `--` as one argument, or (too long for argv) on stdin with no positional prompt,
     // which codex reads to EOF ("If not provided as an argument ... read from stdin").
@@ -279,6 +288,8 @@ mod tests {
                 "unbounded_connection_retries",
                 "-C",
                 "/repo",
+                "-c",
+                "shell_environment_policy.ignore_default_excludes=false",
                 "--",
                 "look at it"
             ]
@@ -297,7 +308,10 @@ mod tests {
         let l = build(&c, &r).unwrap();
         assert_eq!(l.stdin, StdinPlan::Bytes(prompt.clone().into_bytes()));
         assert!(!args(&l).iter().any(|a| a == "--" || a.len() > 1000));
-        assert_eq!(args(&l).last().unwrap(), "/repo");
+        assert_eq!(
+            args(&l).last().unwrap(),
+            "shell_environment_policy.ignore_default_excludes=false"
+        );
     }
 
     #[test]
@@ -392,7 +406,7 @@ mod tests {
         let l1 = build(&c, &with).unwrap();
         let l2 = build(&ctx("x", &e, None), &without).unwrap();
         // Same flags and shape; only the -c provider values differ.
-        assert_eq!(args(&l1)[..15], args(&l2)[..15]);
+        assert_eq!(args(&l1)[..17], args(&l2)[..17]);
     }
 
     #[test]
