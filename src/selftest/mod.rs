@@ -2,6 +2,7 @@
 //! project's real-CLI tests and by `agent-dispatch check`), scratch repositories, tree snapshots.
 
 pub mod check;
+pub mod fake_responses;
 pub mod record;
 pub mod scratch;
 pub mod server;
