@@ -37,7 +37,9 @@ fn invalid(message: impl Into<String>) -> Failure {
 fn check_selector(what: &str, value: &Option<String>) -> Result<(), Failure> {
     let Some(v) = value else { return Ok(()) };
     if v.trim().is_empty() {
-        return Err(invalid(format!("{what} is empty; omit it to use the CLI's default")));
+        return Err(invalid(format!(
+            "{what} is empty; omit it to use the CLI's default"
+        )));
     }
     if v.starts_with('-') {
         return Err(invalid(format!("{what} {v:?} starts with '-'")));
@@ -67,10 +69,8 @@ pub fn validate(req: &DispatchRequest) -> Result<ValidRequest, Failure> {
     if req.task.contains('\0') {
         return Err(invalid("task contains a NUL byte"));
     }
-    if let Some(scope) = &req.scope {
-        if scope.contains('\0') {
-            return Err(invalid("scope contains a NUL byte"));
-        }
+    if req.scope.as_deref().is_some_and(|s| s.contains('\0')) {
+        return Err(invalid("scope contains a NUL byte"));
     }
     check_selector("model", &req.model)?;
     check_selector("effort", &req.effort)?;
@@ -124,20 +124,49 @@ mod tests {
     #[test]
     fn rejects_bad_input_with_typed_errors() {
         assert_eq!(
-            kind(DispatchRequest { agent: "nope".into(), ..req() }),
+            kind(DispatchRequest {
+                agent: "nope".into(),
+                ..req()
+            }),
             FailureKind::UnsupportedAgent
         );
-        assert_eq!(kind(DispatchRequest { task: "  \n".into(), ..req() }), FailureKind::InvalidRequest);
+        assert_eq!(
+            kind(DispatchRequest {
+                task: "  \n".into(),
+                ..req()
+            }),
+            FailureKind::InvalidRequest
+        );
         for bad in ["", " ", "-x", "--model", "a\nb", "a\0b", "a\rb"] {
-            assert_eq!(kind(DispatchRequest { model: Some(bad.into()), ..req() }), FailureKind::InvalidRequest, "{bad:?}");
-            assert_eq!(kind(DispatchRequest { effort: Some(bad.into()), ..req() }), FailureKind::InvalidRequest, "{bad:?}");
+            assert_eq!(
+                kind(DispatchRequest {
+                    model: Some(bad.into()),
+                    ..req()
+                }),
+                FailureKind::InvalidRequest,
+                "{bad:?}"
+            );
+            assert_eq!(
+                kind(DispatchRequest {
+                    effort: Some(bad.into()),
+                    ..req()
+                }),
+                FailureKind::InvalidRequest,
+                "{bad:?}"
+            );
         }
         assert_eq!(
-            kind(DispatchRequest { cwd: "/definitely/not/here".into(), ..req() }),
+            kind(DispatchRequest {
+                cwd: "/definitely/not/here".into(),
+                ..req()
+            }),
             FailureKind::InvalidRequest
         );
         assert_eq!(
-            kind(DispatchRequest { cwd: "/etc/hostname".into(), ..req() }),
+            kind(DispatchRequest {
+                cwd: "/etc/hostname".into(),
+                ..req()
+            }),
             FailureKind::InvalidRequest
         );
     }

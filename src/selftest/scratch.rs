@@ -17,8 +17,12 @@ impl ScratchRepo {
     /// modified without committing.
     pub fn create(parent: Option<&Path>) -> std::io::Result<Self> {
         let dir = match parent {
-            Some(p) => tempfile::Builder::new().prefix("dispatch-scratch-").tempdir_in(p)?,
-            None => tempfile::Builder::new().prefix("dispatch-scratch-").tempdir()?,
+            Some(p) => tempfile::Builder::new()
+                .prefix("dispatch-scratch-")
+                .tempdir_in(p)?,
+            None => tempfile::Builder::new()
+                .prefix("dispatch-scratch-")
+                .tempdir()?,
         };
         let root = dir.path();
         git(root, &["init", "-q", "-b", "main"])?;
@@ -27,8 +31,16 @@ impl ScratchRepo {
         git(
             root,
             &[
-                "-c", "user.name=agent-dispatch", "-c", "user.email=check@localhost",
-                "-c", "commit.gpgsign=false", "commit", "-q", "-m", "initial",
+                "-c",
+                "user.name=agent-dispatch",
+                "-c",
+                "user.email=check@localhost",
+                "-c",
+                "commit.gpgsign=false",
+                "commit",
+                "-q",
+                "-m",
+                "initial",
             ],
         )?;
         std::fs::write(

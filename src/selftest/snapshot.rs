@@ -64,14 +64,26 @@ fn walk(root: &Path, dir: &Path, map: &mut BTreeMap<PathBuf, Entry>) -> std::io:
         let mode = meta.permissions().mode();
         let ft = meta.file_type();
         if ft.is_symlink() {
-            map.insert(rel, Entry::Symlink { target: std::fs::read_link(&path)? });
+            map.insert(
+                rel,
+                Entry::Symlink {
+                    target: std::fs::read_link(&path)?,
+                },
+            );
         } else if ft.is_dir() {
             map.insert(rel, Entry::Dir { mode });
             walk(root, &path, map)?;
         } else if ft.is_file() {
             let bytes = std::fs::read(&path)?;
             let sha256 = format!("{:x}", Sha256::digest(&bytes));
-            map.insert(rel, Entry::File { mode, sha256, len: meta.len() });
+            map.insert(
+                rel,
+                Entry::File {
+                    mode,
+                    sha256,
+                    len: meta.len(),
+                },
+            );
         } else {
             map.insert(rel, Entry::Other);
         }

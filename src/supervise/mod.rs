@@ -67,8 +67,22 @@ impl Group {
     /// Wait for the direct child to exit (not for stdio to close, not for descendants).
     pub async fn exited(&self) -> Option<ExitStatus> {
         let mut rx = self.exit.clone();
-        let status = rx.wait_for(|s| s.is_some()).await.ok().and_then(|s| *s);
-        status
+        rx.wait_for(|s| s.is_some()).await.ok().and_then(|s| *s)
+    }
+
+    /// Synchronous last resort for unwinding paths (a panic, a dropped future) where no
+    /// cleanup can be awaited: SIGKILL the group and the run's descendants right now. tokio's
+    /// reaper collects the direct child; orphans re-parented to us are reaped here once dead.
+    pub fn kill_now(&self) {
+        if self.pgid <= 1 || self.cleanup.initialized() {
+            return;
+        }
+        let procs = unix::scan();
+        let members = unix::run_members(&procs, self.pgid, &HashSet::from([self.pgid]));
+        unix::signal_all(self.pgid, &unix::alive(&procs, &members), Signal::SIGKILL);
+        if let Some(inner) = self.supervisor.upgrade() {
+            inner.groups.lock().unwrap().remove(&self.id);
+        }
     }
 
     /// Stop the whole tree: idempotent, and every concurrent caller waits for the same cleanup.
@@ -160,6 +174,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct Supervisor {
     inner: Arc<Inner>,
+    /// Cancels this handle's captured commands (see [`Supervisor::with_cancel`]).
+    scope: CancellationToken,
 }
 
 impl Default for Supervisor {
@@ -177,6 +193,16 @@ impl Supervisor {
                 shutting_down: CancellationToken::new(),
                 shutdown_done: OnceCell::new(),
             }),
+            scope: CancellationToken::new(),
+        }
+    }
+
+    /// A handle on the same registry whose captured commands also stop when `cancel` fires:
+    /// how a dispatch's cancel reaches an adapter's discovery subprocesses.
+    pub fn with_cancel(&self, cancel: CancellationToken) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            scope: cancel,
         }
     }
 
@@ -225,7 +251,10 @@ impl Supervisor {
             } else {
                 FailureKind::SpawnFailed
             };
-            Failure::new(kind, format!("could not start {}: {e}", launch.program.display()))
+            Failure::new(
+                kind,
+                format!("could not start {}: {e}", launch.program.display()),
+            )
         })?;
         let pgid = child.id().map(|p| p as i32).unwrap_or(0);
         if let (StdinPlan::Bytes(bytes), Some(mut stdin)) = (&launch.stdin, child.stdin.take()) {
@@ -267,25 +296,27 @@ impl Supervisor {
         cancel: &CancellationToken,
         limit: usize,
     ) -> Result<Captured, Failure> {
-        if cancel.is_cancelled() {
-            return Err(Failure::new(FailureKind::Cancelled, "cancelled before start"));
+        if cancel.is_cancelled() || self.scope.is_cancelled() {
+            return Err(Failure::new(
+                FailureKind::Cancelled,
+                "cancelled before start",
+            ));
         }
         let mut child = self.spawn(launch)?;
         let group = child.group.clone();
-        let out = read_capped(child.stdout.take(), limit);
-        let err = read_capped(child.stderr.take(), limit);
-        let work = async {
-            let (stdout, stderr) = tokio::join!(out, err);
-            let status = group.exited().await;
-            (status, stdout, stderr)
-        };
-        let result = tokio::select! {
-            r = work => Ok(r),
+        let out = tokio::spawn(read_capped(child.stdout.take(), limit));
+        let err = tokio::spawn(read_capped(child.stderr.take(), limit));
+        let status = tokio::select! {
+            s = group.exited() => Ok(s),
             _ = cancel.cancelled() => Err(Failure::new(FailureKind::Cancelled, "cancelled")),
+            _ = self.scope.cancelled() => Err(Failure::new(FailureKind::Cancelled, "cancelled")),
         };
+        // The command is done (or cancelled): stop whatever it left behind, then collect what
+        // the pipes still hold, without waiting on a pipe an escaped process keeps open.
         group.terminate().await;
-        let (status, stdout, stderr) = result?;
-        let status = status.ok_or_else(|| {
+        let stdout = drain(out).await;
+        let stderr = drain(err).await;
+        let status = status?.ok_or_else(|| {
             Failure::new(FailureKind::SpawnFailed, "lost track of a captured command")
         })?;
         Ok(Captured {
@@ -314,6 +345,20 @@ impl Supervisor {
     /// Resolves when shutdown has begun.
     pub async fn shutdown_started(&self) {
         self.inner.shutting_down.cancelled().await
+    }
+}
+
+/// Bound on collecting a captured command's output once its tree is gone.
+const CAPTURE_DRAIN: Duration = Duration::from_millis(500);
+
+async fn drain(task: tokio::task::JoinHandle<Vec<u8>>) -> Vec<u8> {
+    let abort = task.abort_handle();
+    match tokio::time::timeout(CAPTURE_DRAIN, task).await {
+        Ok(Ok(bytes)) => bytes,
+        _ => {
+            abort.abort();
+            Vec::new()
+        }
     }
 }
 

@@ -166,11 +166,36 @@ mod tests {
     #[test]
     fn members_follow_descendants_out_of_the_group() {
         let procs = [
-            ProcInfo { pid: 10, ppid: 1, pgid: 10, zombie: false },
-            ProcInfo { pid: 11, ppid: 10, pgid: 10, zombie: false },
-            ProcInfo { pid: 12, ppid: 11, pgid: 12, zombie: false }, // setsid'd away
-            ProcInfo { pid: 13, ppid: 12, pgid: 12, zombie: false },
-            ProcInfo { pid: 20, ppid: 1, pgid: 20, zombie: false }, // unrelated
+            ProcInfo {
+                pid: 10,
+                ppid: 1,
+                pgid: 10,
+                zombie: false,
+            },
+            ProcInfo {
+                pid: 11,
+                ppid: 10,
+                pgid: 10,
+                zombie: false,
+            },
+            ProcInfo {
+                pid: 12,
+                ppid: 11,
+                pgid: 12,
+                zombie: false,
+            }, // setsid'd away
+            ProcInfo {
+                pid: 13,
+                ppid: 12,
+                pgid: 12,
+                zombie: false,
+            },
+            ProcInfo {
+                pid: 20,
+                ppid: 1,
+                pgid: 20,
+                zombie: false,
+            }, // unrelated
         ];
         let m = run_members(&procs, 10, &HashSet::from([10]));
         assert_eq!(m, HashSet::from([10, 11, 12, 13]));

@@ -1,0 +1,89 @@
+//! Command-line interface: `run`, `agents`, `models`.
+
+mod agents;
+mod check;
+mod models;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agent-dispatch",
+    version,
+    about = "Run another coding-agent CLI as a blocking, sandboxed read-only subagent"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Dispatch a task; writes versioned JSONL (started, event…, result) on stdout.
+    Run(RunArgs),
+    /// List the supported agents, their capabilities and the installed CLI versions.
+    Agents {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prove offline, on this machine, that each agent CLI cannot write: scripted write
+    /// attempts against a loopback fake model, a byte-level tree comparison. Records passes.
+    Check {
+        /// Agent ids (default: all).
+        agents: Vec<String>,
+        /// Print JSON instead of a report.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List an agent's model catalogue (read live from the CLI).
+    Models {
+        /// Agent id, as listed by `agents`.
+        agent: String,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Agent id, as listed by `agents`.
+    #[arg(long)]
+    agent: String,
+    /// Model, passed to the CLI unchanged (default: the CLI's own).
+    /// Hyphen values are accepted here so that they get the typed `invalid-request` error.
+    #[arg(long, allow_hyphen_values = true)]
+    model: Option<String>,
+    /// Reasoning effort, passed to the CLI unchanged (default: the CLI's own).
+    #[arg(long, allow_hyphen_values = true)]
+    effort: Option<String>,
+    /// A scope hint appended to the task (which files or change to look at).
+    #[arg(long)]
+    scope: Option<String>,
+    /// Working directory the agent runs in (default: the current directory).
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// Read the task from a file (`-` for stdin) instead of the arguments after `--`.
+    #[arg(long, conflicts_with = "task")]
+    task_file: Option<PathBuf>,
+    /// Treat end-of-file on stdin as "the caller died": cancel and clean up.
+    #[arg(long)]
+    lifeline: bool,
+    /// The task, after `--`.
+    #[arg(last = true)]
+    task: Vec<String>,
+}
+
+pub async fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run::run(args).await,
+        Command::Agents { json } => agents::agents(json).await,
+        Command::Models { agent, json } => models::models(&agent, json).await,
+        Command::Check { agents, json } => check::check(&agents, json).await,
+    }
+}

@@ -1,0 +1,124 @@
+//! `agent-dispatch run`: one dispatch, streamed as protocol lines; SIGTERM, SIGINT and (with
+//! `--lifeline`) EOF on stdin cancel it, and the final `result` line is still written.
+
+use std::process::ExitCode;
+
+use agent_dispatch::contract::{DispatchRequest, DispatchResult, Failure, FailureKind};
+use agent_dispatch::protocol::{Line, Writer};
+use agent_dispatch::runner::{self, RunOptions};
+use agent_dispatch::selftest::check;
+use agent_dispatch::supervise::{Supervisor, lifeline, unix};
+use agent_dispatch::{env, request};
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+use super::RunArgs;
+
+fn read_task(args: &RunArgs) -> Result<String, Failure> {
+    let invalid = |m: String| Failure::new(FailureKind::InvalidRequest, m);
+    match &args.task_file {
+        Some(path) if path.as_os_str() == "-" => {
+            if args.lifeline {
+                return Err(invalid(
+                    "--task-file - cannot be combined with --lifeline".into(),
+                ));
+            }
+            std::io::read_to_string(std::io::stdin())
+                .map_err(|e| invalid(format!("cannot read the task from stdin: {e}")))
+        }
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| invalid(format!("cannot read task file {}: {e}", path.display()))),
+        None => Ok(args.task.join(" ")),
+    }
+}
+
+pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    // Orphaned descendants re-parent to us so cleanup can find and reap them; and if our own
+    // parent dies abruptly, we get SIGTERM and clean up like a cancel.
+    unix::become_subreaper();
+    unix::terminate_with_parent();
+
+    let mut out = Writer::new(std::io::stdout());
+    let finish = |out: &mut Writer<std::io::Stdout>, result: DispatchResult| {
+        let code = if result.ok { 0 } else { 1 };
+        out.write(&Line::result(result));
+        Ok(ExitCode::from(code))
+    };
+    let identity =
+        runner::initial_identity(&args.agent, args.model.as_deref(), args.effort.as_deref());
+    let task = match read_task(&args) {
+        Ok(t) => t,
+        Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
+    };
+    let cwd = match &args.cwd {
+        Some(c) => c.clone(),
+        None => std::env::current_dir()?,
+    };
+    let req = DispatchRequest {
+        agent: args.agent.clone(),
+        task,
+        scope: args.scope.clone(),
+        model: args.model.clone(),
+        effort: args.effort.clone(),
+        cwd,
+    };
+    let valid = match request::validate(&req) {
+        Ok(v) => v,
+        Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
+    };
+    let parent_env = env::current();
+    let check = match check::policy_from_env(&parent_env) {
+        Ok(c) => c,
+        Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
+    };
+    let opts = RunOptions {
+        parent_env,
+        endpoint: None,
+        check,
+    };
+    let program = runner::resolve_program(valid.adapter, &opts.parent_env)
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    out.write(&Line::started(
+        identity,
+        program,
+        valid.cwd.display().to_string(),
+    ));
+
+    let cancel = CancellationToken::new();
+    let supervisor = Supervisor::new();
+    let watcher = tokio::spawn(watch_for_cancel(cancel.clone(), args.lifeline));
+    let result = {
+        let mut sink = |ev| out.write(&Line::event(ev));
+        runner::dispatch_valid(&valid, &opts, &supervisor, cancel.clone(), &mut sink).await
+    };
+    watcher.abort();
+    // Belt and braces: nothing this process started outlives it.
+    supervisor.shutdown().await;
+    finish(&mut out, result)
+}
+
+/// Cancel on SIGTERM, SIGINT, SIGHUP, or lifeline EOF.
+async fn watch_for_cancel(cancel: CancellationToken, lifeline: bool) {
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return;
+    };
+    let lifeline = async {
+        if lifeline {
+            lifeline::stdin_closed().await
+        } else {
+            std::future::pending().await
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+        _ = hup.recv() => {}
+        _ = lifeline => {}
+    }
+    cancel.cancel();
+}
