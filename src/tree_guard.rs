@@ -232,7 +232,7 @@ impl TreeGuard {
             record: state_dir.join(format!("{name}.json")),
             stubs,
         };
-        let _mutex = lock(&files.mutex, FlockArg::LockExclusive)?;
+        let _mutex = lock_mutex(&files.mutex)?;
         // Alone in the tree? Then any record is stale (its writer died): start afresh.
         let (activity, alone) = match lock(&files.activity, FlockArg::LockExclusiveNonblock) {
             Ok(exclusive) => {
@@ -285,7 +285,7 @@ impl Drop for TreeGuard {
 
 fn leave_tree(active: Active) -> io::Result<LeaveReport> {
     let Active { files, activity } = active;
-    let _mutex = lock(&files.mutex, FlockArg::LockExclusive)?;
+    let _mutex = lock_mutex(&files.mutex)?;
     drop(activity);
     let last = match lock(&files.activity, FlockArg::LockExclusiveNonblock) {
         Ok(l) => l,
@@ -318,6 +318,9 @@ fn leave_tree(active: Active) -> io::Result<LeaveReport> {
     // the mutex first, so nobody can be holding a lock on the unlinked inode.
     let _ = std::fs::remove_file(&files.activity);
     drop(last);
+    // And the mutex itself: whoever waits on the unlinked inode notices and retries
+    // (`lock_mutex`), so no file is left behind per tree.
+    let _ = std::fs::remove_file(&files.mutex);
     Ok(report)
 }
 
@@ -360,6 +363,23 @@ impl Record {
         let tmp = path.with_extension("json.tmp");
         std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)?;
         std::fs::rename(&tmp, path)
+    }
+}
+
+/// Take the per-tree mutex: an exclusive lock on a file that the last dispatch out of a tree
+/// unlinks. A lock obtained on an inode that is no longer the one at `path` is worthless, so it
+/// is dropped and taken again.
+fn lock_mutex(path: &Path) -> io::Result<Flock<File>> {
+    use std::os::unix::fs::MetadataExt;
+    loop {
+        let locked = lock(path, FlockArg::LockExclusive)?;
+        let held = locked.metadata()?;
+        match std::fs::metadata(path) {
+            Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => return Ok(locked),
+            Ok(_) => continue,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -480,13 +500,12 @@ mod tests {
         assert!(cwd.join(".git/remotes").is_dir());
         assert!(cwd.join("notes.txt").exists());
         assert_eq!(report.removed.len(), 3, "{report:?}");
-        // Nothing left behind in the state directory but the mutex file.
+        // Nothing left behind in the state directory.
         let left: Vec<_> = std::fs::read_dir(state.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
-        assert_eq!(left.len(), 1, "{left:?}");
-        assert!(left[0].ends_with(".lock"));
+        assert!(left.is_empty(), "{left:?}");
     }
 
     #[test]
@@ -525,6 +544,32 @@ mod tests {
         assert!(!rb.deferred);
         assert!(!cwd.join(".claude").exists());
         assert!(!cwd.join(".git/remotes").exists());
+    }
+
+    #[test]
+    fn concurrent_dispatches_never_lose_their_stubs() {
+        let tree = repo();
+        let state = tempfile::tempdir().unwrap();
+        let cwd = tree.path().to_path_buf();
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..25 {
+                        let g = TreeGuard::enter_in(state.path(), &cwd, STUBS).unwrap();
+                        sandbox_creates(&cwd);
+                        std::thread::yield_now();
+                        // While this run is active nobody removes what its sandbox needs.
+                        assert!(cwd.join(".claude/.cc-writes").is_dir());
+                        assert!(cwd.join(".git/remotes").is_dir());
+                        g.leave().unwrap();
+                    }
+                });
+            }
+        });
+        assert!(!cwd.join(".claude").exists());
+        assert!(!cwd.join(".git/remotes").exists());
+        assert!(!cwd.join(".git/config.worktree").exists());
+        assert_eq!(std::fs::read_dir(state.path()).unwrap().count(), 0);
     }
 
     #[test]
