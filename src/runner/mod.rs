@@ -185,11 +185,15 @@ pub async fn dispatch_valid(
         return early(cancelled_before_start());
     }
     let mut parser = adapter.parser();
+    // Leave the tree as it was found: register before the CLI starts; once its whole process
+    // tree is gone, the last dispatch out of the tree removes the sandbox's empty stubs.
+    let guard = enter_tree_guard(adapter, &req.cwd, sink);
     let run = match supervisor.spawn(&launch) {
         Ok(r) => r,
         Err(f) => return early(f),
     };
     let (observed, stderr) = supervise_run(run, parser.as_mut(), &cancel, sink).await;
+    leave_tree_guard(guard, sink);
 
     let outcome = parser.outcome();
     let mut observed = observed;
@@ -214,6 +218,54 @@ pub async fn dispatch_valid(
         duration_ms: started.elapsed().as_millis() as u64,
         check_bypassed: bypassed,
     }
+}
+
+/// Register the run with [`crate::tree_guard`] when the adapter's sandbox leaves stubs. A guard
+/// that cannot be set up costs only the cleanup, never the run.
+fn enter_tree_guard(
+    adapter: &dyn Adapter,
+    cwd: &std::path::Path,
+    sink: &mut (dyn FnMut(StreamEvent) + Send),
+) -> Option<crate::tree_guard::TreeGuard> {
+    let stubs = adapter.sandbox_stubs();
+    if stubs.is_empty() {
+        return None;
+    }
+    match crate::tree_guard::TreeGuard::enter(cwd, stubs) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            sink(StreamEvent::Notice {
+                level: NoticeLevel::Warning,
+                message: format!(
+                    "could not register this run with the tree guard ({e}); empty sandbox stub files may stay in the tree"
+                ),
+            });
+            None
+        }
+    }
+}
+
+fn leave_tree_guard(
+    guard: Option<crate::tree_guard::TreeGuard>,
+    sink: &mut (dyn FnMut(StreamEvent) + Send),
+) {
+    let Some(guard) = guard else { return };
+    let message = match guard.leave() {
+        Ok(r) if r.kept.is_empty() => return,
+        Ok(r) => format!(
+            "sandbox stubs left in place because they are no longer empty: {}",
+            r.kept
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Err(e) => format!("could not clean the sandbox's stub files: {e}"),
+    };
+    sink(StreamEvent::Notice {
+        level: NoticeLevel::Warning,
+        message,
+    });
 }
 
 fn cancelled_before_start() -> Failure {
