@@ -8,9 +8,11 @@
 //!   its sandbox-required run without them.
 //! - The sandbox leaves empty mount-point stubs in the tree; [`STUBS`] lists them for
 //!   [`crate::tree_guard`].
+//! - [`check`]: the probes of `agent-dispatch check` on the fake Messages endpoint.
 //!
 //! [`preflight`]: ClaudeAdapter::preflight
 
+pub mod check;
 pub mod env;
 pub mod events;
 pub mod launch;
@@ -21,7 +23,7 @@ use std::ffi::OsStr;
 use async_trait::async_trait;
 
 use crate::adapter::{
-    Adapter, Capabilities, Launch, LaunchContext, SandboxStub, StreamParser, StubBase,
+    Adapter, Capabilities, Launch, LaunchContext, SandboxStub, SelfCheck, StreamParser, StubBase,
 };
 use crate::contract::{Failure, FailureKind, NoticeLevel, StreamEvent};
 use crate::supervise::Supervisor;
@@ -159,6 +161,10 @@ impl Adapter for ClaudeAdapter {
 
     fn parser(&self) -> Box<dyn StreamParser> {
         Box::new(events::ClaudeParser::new())
+    }
+
+    fn self_check(&self) -> Option<&dyn SelfCheck> {
+        Some(&check::ClaudeSelfCheck)
     }
 
     fn sandbox_stubs(&self) -> &'static [SandboxStub] {
