@@ -3,6 +3,14 @@
 //! and on the disk: a byte-level snapshot of the scratch repository, `.git` included, is
 //! identical before and after (after the tree guard removed the sandbox's stubs).
 //!
+//! Runs go through the engine, `runner::dispatch` (preflight, launch, supervision, parsing,
+//! classification, tree guard), with the read-only check policy `Bypass` — these scenarios are
+//! the read-only evidence themselves; `check_passes_and_dispatch_reuses_its_record` exercises
+//! the check and the default policy. Two scenarios spawn the adapter's launch by hand
+//! (`Dispatch::run_direct`): the hooks scenario, to read the raw `system/init` event and for
+//! its control run, and the CLI's own refusal without bubblewrap, which the engine's preflight
+//! never lets happen.
+//!
 //! Isolation: each run gets a fresh `HOME` and `CLAUDE_CONFIG_DIR` under
 //! `$CARGO_MANIFEST_DIR/.cache/claude-real/` (git-ignored) and authenticates through the
 //! endpoint override (`ANTHROPIC_AUTH_TOKEN`). The binary missing is a failure, not a skip.
@@ -13,10 +21,14 @@ mod claude_common;
 
 use std::time::Duration;
 
-use agent_dispatch::contract::{CommandStatus, StreamEvent};
+use agent_dispatch::contract::{CommandStatus, FailureKind, StreamEvent};
+use agent_dispatch::runner::CheckPolicy;
+use agent_dispatch::selftest::check;
 use agent_dispatch::selftest::fake_messages::{ApiError, ModelPolicy, Script, first_user_text};
 use agent_dispatch::selftest::scratch::{ScratchRepo, UNCOMMITTED_MARKER};
 use agent_dispatch::selftest::snapshot::Snapshot;
+use agent_dispatch::supervise::Supervisor;
+use tokio_util::sync::CancellationToken;
 
 use claude_common::*;
 
@@ -280,7 +292,7 @@ async fn hook_run(control: bool) -> (Run, tempfile::TempDir, ScratchRepo) {
             }
         });
     }
-    (d.run().await, markers, repo)
+    (d.run_direct().await, markers, repo)
 }
 
 /// In a linked worktree the repository's common git directory lies outside the tree and
@@ -366,7 +378,7 @@ async fn model_and_effort_reach_the_endpoint() {
         req["output_config"]
     );
     assert!(run.events.contains(&StreamEvent::Metadata {
-        session_id: run.outcome.session_id.clone(),
+        session_id: run.session_id.clone(),
         model: Some("claude-opus-5-5".into()),
         effort: None,
     }));
@@ -393,7 +405,7 @@ async fn six_parallel_dispatches_in_one_tree() {
     .await;
     for (i, run) in runs.iter().enumerate() {
         run.assert_ok();
-        assert_eq!(run.outcome.text, format!("DONE {i}"));
+        assert_eq!(run.text, format!("DONE {i}"));
         let tr = run.tool_results();
         assert!(
             tr[0].text.contains("Read-only file system"),
@@ -423,7 +435,7 @@ async fn unknown_model_is_a_typed_failure() {
     assert!(run.events.iter().any(|e| matches!(e,
         StreamEvent::Notice { message, .. } if message.contains("does not recognise the model name \"nope-not-a-model\""))),
         "the stderr warning became a notice: {:?}", run.events);
-    assert!(run.outcome.usage.is_some());
+    assert!(run.usage.is_some());
     run.assert_tree_identical();
 }
 
@@ -464,7 +476,7 @@ async fn server_errors_retry_then_fail_with_usage_kept() {
         )
         .count();
     assert_eq!(retries, 1, "{:?}", run.events);
-    let u = run.outcome.usage.expect("usage kept");
+    let u = run.usage.expect("usage kept");
     assert!(
         u.input >= 100 && u.output >= 20,
         "first turn's usage: {u:?}"
@@ -511,32 +523,96 @@ async fn multi_megabyte_prompt_arrives_intact() {
     run.assert_tree_identical();
 }
 
-/// Without bubblewrap and socat on PATH the adapter refuses to start (preflight), and the CLI
-/// itself — launched anyway — refuses with `sandbox_required_unavailable`; never an
-/// unsandboxed run.
+/// Without bubblewrap and socat on PATH the engine refuses to start Claude
+/// (`read-only-unavailable`, from the adapter's preflight), and the CLI itself — launched anyway,
+/// by hand — refuses with `sandbox_required_unavailable`; never an unsandboxed run.
 #[tokio::test]
 async fn missing_sandbox_programs_are_refused() {
     let repo = ScratchRepo::create(None).unwrap();
     let farm = tempfile::tempdir().unwrap();
     path_without(farm.path(), &["bwrap", "socat"]);
-    let mut d = Dispatch::new(repo.path(), Script::new().bash(WRITE_CMD));
-    d.parent_env_set("PATH", farm.path().to_str().unwrap());
-    let failure = d.preflight().await.expect_err("preflight must refuse");
-    assert_eq!(
-        failure.kind,
-        agent_dispatch::contract::FailureKind::ReadOnlyUnavailable
+    let path = format!(
+        "{}:{}",
+        claude_bin().parent().unwrap().display(),
+        farm.path().display()
     );
+    let mut d = Dispatch::new(repo.path(), Script::new().bash(WRITE_CMD));
+    d.parent_env_set("PATH", &path);
+    let run = d.run().await;
+    let failure = run.failure.clone().expect("refused");
+    assert_eq!(failure.kind, FailureKind::ReadOnlyUnavailable, "{failure}");
     assert!(
         failure.message.contains("apt-get install bubblewrap socat"),
         "{failure}"
     );
+    assert!(
+        failure.message.contains("bwrap and socat not found"),
+        "{failure}"
+    );
+    assert!(run.result.as_ref().unwrap().exit.is_none(), "nothing ran");
+    assert!(run.fake.log().all().is_empty(), "no model call");
+    run.assert_tree_identical();
+
     // Launched anyway (bypassing preflight): the CLI's own refusal.
-    let run = d.skip_preflight().run().await;
+    let mut d = Dispatch::new(repo.path(), Script::new().bash(WRITE_CMD));
+    d.parent_env_set("PATH", &path);
+    let run = d.skip_preflight().run_direct().await;
     let msg = run.assert_error_envelope();
     assert!(msg.contains("apt-get install bubblewrap socat"), "{msg}");
     assert!(msg.contains("bubblewrap (bwrap) not installed"), "{msg}");
     assert!(run.fake.message_requests().is_empty(), "no model call");
     assert!(!repo.path().join("probe.txt").exists());
+    run.assert_tree_identical();
+}
+
+/// `agent-dispatch check claude` on this machine: the Claude probes (shell write, python
+/// write, `git diff`) through the production launch; every write denied with evidence, the
+/// read works, the scratch tree byte-identical. A dispatch under the default policy then finds
+/// the passing record and runs without re-checking.
+#[tokio::test]
+async fn check_passes_and_dispatch_reuses_its_record() {
+    let repo = ScratchRepo::create(None).unwrap();
+    let records = tempfile::tempdir().unwrap();
+    let mut d = Dispatch::new(repo.path(), Script::new().text("FAKE_DONE"));
+    d.parent_env_set("AGENT_DISPATCH_CACHE_DIR", records.path().to_str().unwrap());
+    let adapter = agent_dispatch::adapter::find("claude").unwrap();
+    let report = check::check_and_record(
+        adapter,
+        &d.parent_env,
+        &Supervisor::new(),
+        CancellationToken::new(),
+    )
+    .await;
+    eprintln!("{report}");
+    assert!(report.passed, "{report}");
+    assert!(report.tree_identical);
+    let verdicts: Vec<_> = report.probes.iter().map(|p| p.verdict).collect();
+    assert_eq!(
+        verdicts,
+        [
+            check::Verdict::Denied,
+            check::Verdict::Denied,
+            check::Verdict::ReadOk
+        ]
+    );
+    assert!(
+        report.probes[0]
+            .evidence
+            .as_deref()
+            .unwrap()
+            .contains("Read-only file system")
+    );
+
+    d.check = CheckPolicy::Enforce;
+    let run = d.run().await;
+    run.assert_ok();
+    assert!(!run.result.as_ref().unwrap().check_bypassed);
+    assert!(
+        !run.events.iter().any(|e| matches!(e,
+            StreamEvent::Notice { message, .. } if message.contains("read-only check"))),
+        "the record was not reused: {:?}",
+        run.events
+    );
     run.assert_tree_identical();
 }
 

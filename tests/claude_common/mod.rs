@@ -7,15 +7,19 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agent_dispatch::adapter::{
-    Adapter, Env, Launch, LaunchContext, ModelEndpoint, StdinPlan, StreamOutcome, Terminal,
+    Adapter, Env, Launch, LaunchContext, ModelEndpoint, StdinPlan, Terminal,
 };
 use agent_dispatch::adapters::claude::ClaudeAdapter;
-use agent_dispatch::contract::{CommandStatus, Failure, StreamEvent};
+use agent_dispatch::contract::{
+    CommandStatus, DispatchRequest, DispatchResult, Failure, FailureKind, StreamEvent, Usage,
+};
+use agent_dispatch::runner::{self, CheckPolicy, RunOptions};
 use agent_dispatch::selftest::fake_messages::{FakeMessages, Script, ToolResultSeen};
 use agent_dispatch::selftest::snapshot::Snapshot;
 use agent_dispatch::supervise::Supervisor;
 use agent_dispatch::tree_guard::TreeGuard;
 use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio_util::sync::CancellationToken;
 
 /// How long one real run may take before the test fails.
 pub const RUN_LIMIT: Duration = Duration::from_secs(120);
@@ -76,6 +80,9 @@ pub struct Dispatch {
     pub prompt: String,
     pub model: Option<String>,
     pub effort: Option<String>,
+    /// The read-only check policy; `Bypass` by default: the scenarios assert the read-only
+    /// behaviour themselves (the check itself is exercised by `check_*` tests).
+    pub check: CheckPolicy,
     snapshot: bool,
     preflight: bool,
     mutate: Option<Mutator>,
@@ -109,6 +116,7 @@ impl Dispatch {
             prompt: "Run the scripted steps.".into(),
             model: None,
             effort: None,
+            check: CheckPolicy::Bypass,
             snapshot: true,
             preflight: true,
             mutate: None,
@@ -128,12 +136,13 @@ impl Dispatch {
         self
     }
 
+    /// Direct runs only: launch without the adapter's preflight.
     pub fn skip_preflight(mut self) -> Self {
         self.preflight = false;
         self
     }
 
-    /// Change the launch before it starts (control runs only).
+    /// Direct runs only: change the launch before it starts (control runs).
     pub fn mutate_launch(mut self, f: impl Fn(&mut Launch) + Send + Sync + 'static) -> Self {
         self.mutate = Some(Box::new(f));
         self
@@ -162,9 +171,106 @@ impl Dispatch {
             .await
     }
 
-    /// Run it: fake endpoint up, snapshot, tree guard entered, spawn under a supervisor, parse
-    /// stdout and stderr line by line, wait for the process, leave the tree guard, snapshot.
+    /// Run it through the engine (`runner::dispatch`): fake endpoint up, snapshot, dispatch
+    /// (its tree guard included), snapshot. A snapshot is also taken when the stream's terminal
+    /// event arrives, while the CLI is still up, to record the stubs its sandbox created.
     pub async fn run(self) -> Run {
+        let fake = FakeMessages::start(self.script.clone()).await.unwrap();
+        let endpoint = ModelEndpoint {
+            base_url: fake.base_url(),
+            api_key: "fake-auth-token-for-tests".into(),
+        };
+        let req = DispatchRequest {
+            agent: "claude".into(),
+            task: self.prompt.clone(),
+            scope: None,
+            model: self.model.clone(),
+            effort: self.effort.clone(),
+            cwd: self.cwd.clone(),
+        };
+        let opts = RunOptions {
+            parent_env: self.parent_env.clone(),
+            endpoint: Some(endpoint.clone()),
+            check: self.check,
+        };
+        let launch = self.launch_for(&endpoint);
+        let before = self.snapshot.then(|| Snapshot::take(&self.cwd).unwrap());
+        let mut events = Vec::new();
+        let mut during = None;
+        let snapshot = self.snapshot;
+        let cwd = self.cwd.clone();
+        let mut sink = |e: StreamEvent| {
+            if snapshot && matches!(e, StreamEvent::Done { .. }) && during.is_none() {
+                during = Snapshot::take(&cwd).ok();
+            }
+            events.push(e);
+        };
+        let started = Instant::now();
+        let supervisor = Supervisor::new();
+        let result = tokio::time::timeout(
+            RUN_LIMIT,
+            runner::dispatch(
+                &req,
+                &opts,
+                &supervisor,
+                CancellationToken::new(),
+                &mut sink,
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("dispatch did not finish within {RUN_LIMIT:?}"));
+        let duration = started.elapsed();
+        assert_eq!(
+            supervisor.active(),
+            0,
+            "a process group outlived the dispatch"
+        );
+        let after = self.snapshot.then(|| Snapshot::take(&self.cwd).unwrap());
+        eprintln!(
+            "dispatch in {}: {:?} (engine: {} ms), ok {}",
+            self.cwd.display(),
+            duration,
+            result.duration_ms,
+            result.ok
+        );
+        Run {
+            ok: result.ok,
+            failure: result.failure.clone(),
+            text: result.text.clone(),
+            usage: result.usage,
+            session_id: result.session_id.clone(),
+            exit_code: result.exit.as_ref().and_then(|e| e.code),
+            stderr: result.stderr_tail.clone(),
+            stdout_lines: Vec::new(),
+            result: Some(result),
+            events,
+            stdin_used: matches!(launch.stdin, StdinPlan::Bytes(_)),
+            launch,
+            fake,
+            before,
+            during,
+            after,
+            duration,
+            cwd: self.cwd.clone(),
+            home: self.home.path().to_path_buf(),
+            _home: self.home,
+        }
+    }
+
+    /// The launch the engine builds for this dispatch (for the record and the docs).
+    fn launch_for(&self, endpoint: &ModelEndpoint) -> Launch {
+        let program = claude_bin();
+        let prompt = agent_dispatch::prompt::assemble(&self.prompt, None);
+        let mut ctx = self.ctx(&program, endpoint);
+        ctx.prompt = &prompt;
+        ClaudeAdapter.launch(&ctx).expect("launch")
+    }
+
+    /// Run it by hand, without the engine: the adapter's launch spawned with
+    /// `Supervisor::spawn`, stdout and stderr parsed line by line, the tree guard around it.
+    /// For what the engine does not expose (the raw stream) and for launches the engine would
+    /// refuse (`skip_preflight`, `mutate_launch`).
+    pub async fn run_direct(self) -> Run {
         let fake = FakeMessages::start(self.script.clone()).await.unwrap();
         let endpoint = ModelEndpoint {
             base_url: fake.base_url(),
@@ -185,12 +291,7 @@ impl Dispatch {
             m(&mut launch);
         }
         let before = self.snapshot.then(|| Snapshot::take(&self.cwd).unwrap());
-        let guard = TreeGuard::enter_in(
-            &cache_dir().join("tree-state"),
-            &self.cwd,
-            adapter.sandbox_stubs(),
-        )
-        .expect("tree guard");
+        let guard = TreeGuard::enter(&self.cwd, adapter.sandbox_stubs()).expect("tree guard");
         let started = Instant::now();
         let mut child = supervisor.spawn(&launch).expect("spawn");
         let mut parser = adapter.parser();
@@ -231,28 +332,38 @@ impl Dispatch {
             .expect("exit status");
         let duration = started.elapsed();
         let during = self.snapshot.then(|| Snapshot::take(&self.cwd).unwrap());
-        let report = guard.leave().expect("tree guard leave");
+        guard.leave().expect("tree guard leave");
         let after = self.snapshot.then(|| Snapshot::take(&self.cwd).unwrap());
         let outcome = parser.outcome();
         eprintln!(
-            "claude run in {}: {:?}, exit {:?}",
+            "direct claude run in {}: {:?}, exit {:?}",
             self.cwd.display(),
             duration,
             status.code()
         );
+        let failure = match &outcome.terminal {
+            Some(Terminal::Error { message }) => {
+                Some(Failure::new(FailureKind::ErrorEnvelope, message.clone()))
+            }
+            _ => None,
+        };
         Run {
-            events,
-            outcome,
+            ok: outcome.terminal == Some(Terminal::Success) && status.code() == Some(0),
+            failure,
+            text: outcome.text,
+            usage: outcome.usage,
+            session_id: outcome.session_id,
             exit_code: status.code(),
             stderr,
             stdout_lines,
+            result: None,
+            events,
             stdin_used: matches!(launch.stdin, StdinPlan::Bytes(_)),
             launch,
             fake,
             before,
             during,
             after,
-            removed_stubs: report.removed,
             duration,
             cwd: self.cwd.clone(),
             home: self.home.path().to_path_buf(),
@@ -263,18 +374,24 @@ impl Dispatch {
 
 /// What one run produced.
 pub struct Run {
-    pub events: Vec<StreamEvent>,
-    pub outcome: StreamOutcome,
+    pub ok: bool,
+    pub failure: Option<Failure>,
+    pub text: String,
+    pub usage: Option<Usage>,
+    pub session_id: Option<String>,
     pub exit_code: Option<i32>,
     pub stderr: String,
+    /// Raw stdout (direct runs only).
     pub stdout_lines: Vec<String>,
+    /// The engine's result (engine runs only).
+    pub result: Option<DispatchResult>,
+    pub events: Vec<StreamEvent>,
     pub stdin_used: bool,
     pub launch: Launch,
     pub fake: FakeMessages,
     pub before: Option<Snapshot>,
     pub during: Option<Snapshot>,
     pub after: Option<Snapshot>,
-    pub removed_stubs: Vec<PathBuf>,
     pub duration: Duration,
     pub cwd: PathBuf,
     pub home: PathBuf,
@@ -283,24 +400,23 @@ pub struct Run {
 
 impl Run {
     pub fn assert_ok(&self) {
-        assert_eq!(
-            self.outcome.terminal,
-            Some(Terminal::Success),
-            "events: {:#?}\nstderr: {}",
-            self.events,
-            self.stderr
+        assert!(
+            self.ok,
+            "failure {:?}\nevents: {:#?}\nstderr: {}",
+            self.failure, self.events, self.stderr
         );
         assert_eq!(self.exit_code, Some(0), "stderr: {}", self.stderr);
         assert!(self.events.contains(&StreamEvent::Done { success: true }));
     }
 
-    /// A failed run: an error terminal and a non-zero exit. Returns the message.
+    /// A failed run ending in the CLI's error envelope. Returns the message.
     pub fn assert_error_envelope(&self) -> String {
+        assert!(!self.ok);
         assert_ne!(self.exit_code, Some(0), "stderr: {}", self.stderr);
-        match &self.outcome.terminal {
-            Some(Terminal::Error { message }) => message.clone(),
+        match &self.failure {
+            Some(f) if f.kind == FailureKind::ErrorEnvelope => f.message.clone(),
             other => panic!(
-                "expected an error terminal, got {other:?}; events {:#?}; stderr {}",
+                "expected an error envelope, got {other:?}; events {:#?}; stderr {}",
                 self.events, self.stderr
             ),
         }
@@ -313,8 +429,8 @@ impl Run {
         assert_eq!(
             b.diff(a),
             Vec::<String>::new(),
-            "the tree changed (stubs removed: {:?})",
-            self.removed_stubs
+            "the tree changed (stubs seen during the run: {:?})",
+            self.stubs_seen()
         );
     }
 
@@ -334,7 +450,7 @@ impl Run {
             .collect()
     }
 
-    /// The raw `system/init` event.
+    /// The raw `system/init` event (direct runs).
     pub fn init_event(&self) -> Option<serde_json::Value> {
         self.stdout_lines.iter().find_map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).ok()?;
@@ -440,12 +556,15 @@ pub fn write_verification_doc(evidence: &[Evidence]) {
     );
     let _ = writeln!(d, "## Version\n\n{}", fence(&claude_version()));
 
-    d.push_str("## Launch\n\nThe argv of the first scenario (program, then arguments; the prompt follows `--`):\n\n");
+    d.push_str("## Launch\n\nThe argv of the first scenario (program, then arguments; the prompt — the standing instruction and the task — follows `--`, or comes on stdin when it is longer than 100 KiB):\n\n");
     let mut args = String::from("claude");
     let mut settings = String::new();
     let mut it = first.args.iter();
     while let Some(a) = it.next() {
-        if a == "--settings" {
+        if a == "--" {
+            args.push_str(" -- <prompt>");
+            break;
+        } else if a == "--settings" {
             settings = it.next().cloned().unwrap_or_default();
             args.push_str(" --settings <settings JSON below>");
         } else {
