@@ -316,22 +316,47 @@ fn a_disabled_sandbox_stops_the_run() {
 }
 
 #[test]
-fn long_output_keeps_a_bounded_tail() {
+fn long_output_keeps_a_bounded_tail_and_shell_exit_codes() {
     let big = "x".repeat(10_000) + "END";
-    let line = serde_json::json!({"type":"user","message":{"role":"user","content":[
-        {"type":"tool_result","tool_use_id":"t","is_error":true,"content":format!("Exit code 2\n{big}")}]}})
-    .to_string();
-    let (events, _) = run(&line);
-    match &events[0] {
+    let text = [
+        assistant(
+            "m1",
+            r#"{"type":"tool_use","id":"t","name":"Bash","input":{"command":"make"}},{"type":"tool_use","id":"r","name":"Read","input":{"file_path":"/x"}}"#,
+            1,
+            1,
+        ),
+        serde_json::json!({"type":"user","message":{"role":"user","content":[
+            {"type":"tool_result","tool_use_id":"t","is_error":true,"content":format!("Exit code 2\n{big}")},
+            {"type":"tool_result","tool_use_id":"r","is_error":false,"content":"1\tfile"}]}})
+        .to_string(),
+    ]
+    .join("\n");
+    let (events, _) = run(&text);
+    match &events[2] {
         StreamEvent::Command {
+            command,
             status,
             exit_code,
             output_tail: Some(t),
             ..
         } => {
+            assert_eq!(command, "make");
             assert_eq!(*status, CommandStatus::Failed);
             assert_eq!(*exit_code, Some(2));
             assert!(t.len() <= 4096 && t.ends_with("END"));
+        }
+        other => panic!("{other:?}"),
+    }
+    match &events[3] {
+        StreamEvent::Command {
+            command,
+            status,
+            exit_code,
+            ..
+        } => {
+            assert_eq!(command, "Read /x");
+            assert_eq!(*status, CommandStatus::Completed);
+            assert_eq!(*exit_code, None, "the Read tool has no exit code");
         }
         other => panic!("{other:?}"),
     }

@@ -188,8 +188,8 @@ pub struct ClaudeParser {
     last_text: Vec<String>,
     /// The assistant event's `error` (e.g. `model_not_found`), kept for failure messages.
     api_error: Option<String>,
-    /// Commands by tool-use id, so results can name them.
-    commands: HashMap<String, String>,
+    /// Tool calls by tool-use id (tool name, one-line description), so results can name them.
+    commands: HashMap<String, (String, String)>,
     fin: Option<Final>,
 }
 
@@ -291,7 +291,8 @@ impl ClaudeParser {
                     let id = block.get("id").and_then(Value::as_str).map(str::to_owned);
                     let command = describe_tool_use(&block);
                     if let Some(id) = &id {
-                        self.commands.insert(id.clone(), command.clone());
+                        let tool = str_field(&block, "name");
+                        self.commands.insert(id.clone(), (tool, command.clone()));
                     }
                     events.push(StreamEvent::Command {
                         id,
@@ -340,17 +341,21 @@ impl ClaudeParser {
             } else {
                 CommandStatus::Completed
             };
-            let exit_code =
-                exit_code(&output).or((status == CommandStatus::Completed).then_some(0));
-            let command = id
+            let (tool, command) = id
                 .as_ref()
                 .and_then(|i| self.commands.get(i).cloned())
-                .unwrap_or_else(|| "tool".to_owned());
+                .unwrap_or_else(|| ("tool".to_owned(), "tool".to_owned()));
+            // Only shell commands have exit codes: `Exit code N` on failure, 0 on success.
+            let exit_code = match (tool.as_str(), status) {
+                ("Bash", CommandStatus::Completed) => Some(0),
+                ("Bash", CommandStatus::Failed) => exit_code(&output),
+                _ => None,
+            };
             events.push(StreamEvent::Command {
                 id,
                 command,
                 status,
-                exit_code: if rejected { None } else { exit_code },
+                exit_code,
                 output_tail: Some(tail(&output, OUTPUT_TAIL_BYTES)),
             });
         }
