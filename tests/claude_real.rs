@@ -81,6 +81,13 @@ async fn writes_are_denied_reads_work() -> Evidence {
         tr[3]
     );
     assert!(tr[4].text.contains(UNCOMMITTED_MARKER), "Read: {:?}", tr[4]);
+    // `--no-session-persistence`: no transcript in the user's session history.
+    let projects = run.home.join(".claude/projects");
+    assert!(
+        !projects.exists() || std::fs::read_dir(&projects).unwrap().next().is_none(),
+        "a session transcript was saved under {}",
+        projects.display()
+    );
     // The stream told the same story.
     let statuses: Vec<_> = run
         .commands()
@@ -417,6 +424,28 @@ async fn six_parallel_dispatches_in_one_tree() {
     let after = Snapshot::take(repo.path()).unwrap();
     assert_eq!(before.diff(&after), Vec::<String>::new());
     eprintln!("six parallel dispatches: {:?}", started.elapsed());
+}
+
+/// Claude's sandbox settings take paths, some of which may be globs: a tree whose path holds
+/// glob characters is still denied literally (a pattern that matched nothing would fail open).
+#[tokio::test]
+async fn glob_characters_in_the_path_stay_literal() {
+    let parent = tempfile::Builder::new()
+        .prefix("glob[ab]*?{x}-")
+        .tempdir()
+        .unwrap();
+    let repo = ScratchRepo::create(Some(parent.path())).unwrap();
+    let run = Dispatch::new(
+        repo.path(),
+        Script::new().bash(WRITE_CMD).bash(PY_WRITE_CMD),
+    )
+    .run()
+    .await;
+    run.assert_ok();
+    run.assert_tree_identical();
+    for t in run.tool_results() {
+        assert!(t.text.contains("Read-only file system"), "{t:?}");
+    }
 }
 
 /// A model the endpoint does not know (404): a typed failure carrying the CLI's message.
