@@ -448,6 +448,77 @@ async fn glob_characters_in_the_path_stay_literal() {
     }
 }
 
+/// Cancelling while a sandboxed command runs stops Claude, bubblewrap, socat and the command
+/// (nothing with the command's unique argument survives), ends as `cancelled`, and the tree
+/// guard still cleans the stubs.
+#[tokio::test]
+async fn cancel_mid_command_stops_everything_and_cleans_the_tree() {
+    let repo = ScratchRepo::create(None).unwrap();
+    let token = format!("{}.{}", 40 + std::process::id() % 50, std::process::id());
+    let d = Dispatch::new(
+        repo.path(),
+        Script::new().bash(format!("echo waiting && sleep {token}")),
+    );
+    let cancel = d.cancel.clone();
+    let cwd = d.cwd.clone();
+    let before = Snapshot::take(&cwd).unwrap();
+    // The sandboxed command's process appearing is the signal to cancel; there is no event
+    // for it, so /proc is watched (bounded).
+    let watcher = async {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut tick = tokio::time::interval(Duration::from_millis(20));
+        loop {
+            tick.tick().await;
+            if !processes_with(&token).is_empty() {
+                let stubs = before.diff(&Snapshot::take(&cwd).unwrap());
+                cancel.cancel();
+                return stubs;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the command never started"
+            );
+        }
+    };
+    let (run, stubs_while_running) = tokio::join!(d.run(), watcher);
+    let failure = run.failure.clone().expect("cancelled");
+    assert_eq!(failure.kind, FailureKind::Cancelled, "{failure}");
+    assert!(run.duration < Duration::from_secs(30), "{:?}", run.duration);
+    let survivors = processes_with(&token);
+    assert!(
+        survivors.is_empty(),
+        "processes survived the cancel: {survivors:?}"
+    );
+    assert!(
+        !stubs_while_running.is_empty(),
+        "the sandbox was up when cancelled"
+    );
+    run.assert_tree_identical();
+}
+
+/// Command lines of live processes containing `needle` (this test process excluded).
+fn processes_with(needle: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name() != me.as_str())
+        .filter_map(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // Zombies are gone already; only running processes count.
+            let state = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .next()?
+                .to_owned();
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            (state != "Z" && cmd.contains(needle)).then_some(cmd)
+        })
+        .collect()
+}
+
 /// A model the endpoint does not know (404): a typed failure carrying the CLI's message.
 #[tokio::test]
 async fn unknown_model_is_a_typed_failure() {

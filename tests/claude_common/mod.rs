@@ -83,6 +83,8 @@ pub struct Dispatch {
     /// The read-only check policy; `Bypass` by default: the scenarios assert the read-only
     /// behaviour themselves (the check itself is exercised by `check_*` tests).
     pub check: CheckPolicy,
+    /// The dispatch's cancel token (a fresh one by default).
+    pub cancel: CancellationToken,
     snapshot: bool,
     preflight: bool,
     mutate: Option<Mutator>,
@@ -117,6 +119,7 @@ impl Dispatch {
             model: None,
             effort: None,
             check: CheckPolicy::Bypass,
+            cancel: CancellationToken::new(),
             snapshot: true,
             preflight: true,
             mutate: None,
@@ -199,6 +202,7 @@ impl Dispatch {
         let mut during = None;
         let snapshot = self.snapshot;
         let cwd = self.cwd.clone();
+        let cancel = self.cancel.clone();
         let mut sink = |e: StreamEvent| {
             if snapshot && matches!(e, StreamEvent::Done { .. }) && during.is_none() {
                 during = Snapshot::take(&cwd).ok();
@@ -209,13 +213,7 @@ impl Dispatch {
         let supervisor = Supervisor::new();
         let result = tokio::time::timeout(
             RUN_LIMIT,
-            runner::dispatch(
-                &req,
-                &opts,
-                &supervisor,
-                CancellationToken::new(),
-                &mut sink,
-            ),
+            runner::dispatch(&req, &opts, &supervisor, cancel, &mut sink),
         )
         .await
         .unwrap_or_else(|_| panic!("dispatch did not finish within {RUN_LIMIT:?}"));
