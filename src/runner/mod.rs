@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::adapter::{Adapter, Env, LaunchContext, ModelEndpoint, StreamParser};
 use crate::contract::{
-    Confirmed, DispatchRequest, DispatchResult, Failure, FailureKind, Identity, Requested,
-    StreamEvent,
+    Confirmed, DispatchRequest, DispatchResult, Failure, FailureKind, Identity, NoticeLevel,
+    Requested, StreamEvent,
 };
 use crate::request::{self, ValidRequest};
 use crate::supervise::Supervisor;
@@ -36,6 +36,22 @@ pub struct RunOptions {
     pub parent_env: Env,
     /// A loopback model endpoint to use instead of the real one (tests, self-check).
     pub endpoint: Option<ModelEndpoint>,
+    /// Whether a passing read-only check must be on record before the CLI runs.
+    pub check: CheckPolicy,
+}
+
+/// The read-only check policy for one dispatch (see `selftest::check`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CheckPolicy {
+    /// Require a passing check on record for this CLI path, version and configuration; run the
+    /// check first when there is none, and refuse if it fails.
+    #[default]
+    Enforce,
+    /// Deliberately skipped (tests with fake CLIs, via `AGENT_DISPATCH_SKIP_CHECK`); every
+    /// result says so.
+    Bypass,
+    /// This dispatch *is* the check's own run.
+    IsTheCheck,
 }
 
 /// The identity a request starts with: requested values, nothing confirmed yet.
@@ -98,6 +114,7 @@ pub async fn dispatch_valid(
     let early = |f: Failure| {
         let mut r = DispatchResult::early_failure(identity.clone(), f);
         r.duration_ms = started.elapsed().as_millis() as u64;
+        r.check_bypassed = opts.check == CheckPolicy::Bypass;
         r
     };
 
@@ -114,6 +131,28 @@ pub async fn dispatch_valid(
         Ok(p) => p,
         Err(f) => return early(f),
     };
+    let bypassed = opts.check == CheckPolicy::Bypass;
+    match opts.check {
+        CheckPolicy::Enforce => {
+            let checked = tokio::select! {
+                r = crate::selftest::check::ensure_checked(
+                    adapter, &program, &opts.parent_env, supervisor, cancel.clone(), sink,
+                ) => r,
+                _ = cancel.cancelled() => Err(cancelled_before_start()),
+            };
+            if let Err(f) = checked {
+                return early(f);
+            }
+        }
+        CheckPolicy::Bypass => sink(StreamEvent::Notice {
+            level: NoticeLevel::Warning,
+            message: format!(
+                "The read-only check was deliberately skipped ({}); this run is not proven read-only on this machine.",
+                crate::selftest::check::SKIP_CHECK_VAR
+            ),
+        }),
+        CheckPolicy::IsTheCheck => {}
+    }
     let prompt = crate::prompt::assemble(&req.task, req.scope.as_deref());
     let ctx = LaunchContext {
         program: &program,
@@ -173,7 +212,7 @@ pub async fn dispatch_valid(
         exit: outcome::exit_info(observed.exit),
         stderr_tail: stderr,
         duration_ms: started.elapsed().as_millis() as u64,
-        check_bypassed: false,
+        check_bypassed: bypassed,
     }
 }
 
@@ -194,6 +233,7 @@ async fn supervise_run(
     sink: &mut (dyn FnMut(StreamEvent) + Send),
 ) -> (Observed, String) {
     let group = run.group.clone();
+    let _guard = KillOnUnwind(group.clone());
     let mut observed = Observed::default();
     let mut stdout = run
         .stdout
@@ -280,6 +320,16 @@ async fn supervise_run(
     stderr_task.abort();
     let text = tail.lock().unwrap().text();
     (observed, text)
+}
+
+/// If the run loop is unwound (a panicking parser or event callback) or its future is dropped
+/// before cleanup finished, the tree is killed on the spot rather than left behind.
+struct KillOnUnwind(Arc<crate::supervise::Group>);
+
+impl Drop for KillOnUnwind {
+    fn drop(&mut self) {
+        self.0.kill_now();
+    }
 }
 
 async fn read_stderr(
