@@ -27,7 +27,7 @@ const DIFF_CMD: &str = "git diff";
 const FINAL: &str = "FINAL_ANSWER: nothing was written";
 
 fn output_of(outs: &[ToolOutput], step: usize) -> &str {
-    let id = format!("call_step{step}");
+    let id = agent_dispatch::selftest::fake_responses::call_id(step);
     outs.iter()
         .find(|o| o.call_id == id)
         .map(|o| o.output.as_str())
@@ -1017,5 +1017,82 @@ async fn endpoint_key_is_only_the_throwaway_one() {
     assert_eq!(
         fake.model_requests()[0].auth.as_deref(),
         Some(&*format!("Bearer {}", fake.api_key()))
+    );
+}
+
+#[tokio::test]
+async fn read_only_check_passes_with_the_real_codex_and_is_enforced() {
+    use agent_dispatch::selftest::check::{self, Verdict};
+    let w = World::new("check");
+    let mut env = w.env();
+    let records = w.dir.path().join("records");
+    env.insert("AGENT_DISPATCH_CACHE_DIR".into(), records.clone().into());
+    let adapter = agent_dispatch::adapter::find("codex").unwrap();
+    let fake = FakeResponses::start(Script::new(vec![Step::message("after the check")]))
+        .await
+        .unwrap();
+
+    // The check on its own (nothing recorded), and concurrently the first dispatch under the
+    // default policy, which must run (and record) the check before it starts codex.
+    let check_sup = Supervisor::new();
+    let (report, first) = tokio::join!(
+        check::run_check(adapter, &env, &check_sup, CancellationToken::new()),
+        codex_support::dispatch_enforced(
+            w.request(Some("gpt-5.5"), None),
+            env.clone(),
+            Some(fake.endpoint())
+        ),
+    );
+    assert!(report.passed, "{report}");
+    assert!(report.tree_identical);
+    let verdicts: Vec<Verdict> = report.probes.iter().map(|p| p.verdict).collect();
+    assert_eq!(
+        verdicts,
+        [
+            Verdict::Denied,
+            Verdict::Denied,
+            Verdict::Denied,
+            Verdict::ReadOk
+        ],
+        "{report}"
+    );
+    for p in &report.probes[..3] {
+        let e = p.evidence.as_deref().unwrap_or_default().to_lowercase();
+        assert!(e.contains("read-only"), "{e}");
+    }
+    assert!(!report.launch_args.iter().any(|a| a.contains("dangerously")));
+    eprintln!("check: {} ms\n{report}", report.duration_ms);
+
+    assert_ok(&first);
+    assert!(!first.result.check_bypassed);
+    assert!(
+        first
+            .notices()
+            .iter()
+            .any(|n| n.starts_with("Read-only check passed")),
+        "{:?}",
+        first.notices()
+    );
+    assert_eq!(first.result.text, "after the check");
+    assert!(
+        std::fs::read_dir(&records).unwrap().next().is_some(),
+        "a pass was recorded"
+    );
+
+    // The record is reused: the second dispatch starts no check.
+    let second = codex_support::dispatch_enforced(
+        w.request(Some("gpt-5.5"), None),
+        env,
+        Some(fake.endpoint()),
+    )
+    .await;
+    assert_ok(&second);
+    assert!(
+        !second
+            .notices()
+            .iter()
+            .any(|n| n.contains("read-only check")),
+        "{:?}",
+        second.notices()
     );
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use agent_dispatch::adapter::{Env, ModelEndpoint};
 use agent_dispatch::contract::{DispatchRequest, DispatchResult, StreamEvent};
-use agent_dispatch::runner::{self, RunOptions};
+use agent_dispatch::runner::{self, CheckPolicy, RunOptions};
 use agent_dispatch::selftest::scratch::ScratchRepo;
 use agent_dispatch::supervise::Supervisor;
 use tokio_util::sync::CancellationToken;
@@ -156,12 +156,33 @@ impl Run {
     }
 }
 
-/// Run one dispatch through the engine (`runner::dispatch`).
+/// Run one dispatch through the engine (`runner::dispatch`). These tests exercise the adapter,
+/// so the engine's read-only check policy is bypassed here (the bypass is visible in every
+/// result); `codex_real::read_only_check_*` runs the check itself with the real binary.
 pub async fn dispatch(req: DispatchRequest, env: Env, endpoint: Option<ModelEndpoint>) -> Run {
     dispatch_with(
         req,
         env,
         endpoint,
+        &Supervisor::new(),
+        CancellationToken::new(),
+        |_| {},
+    )
+    .await
+}
+
+/// [`dispatch`] under the engine's default policy: a passing read-only check must be on record
+/// (it runs first when there is none).
+pub async fn dispatch_enforced(
+    req: DispatchRequest,
+    env: Env,
+    endpoint: Option<ModelEndpoint>,
+) -> Run {
+    run_with_policy(
+        req,
+        env,
+        endpoint,
+        CheckPolicy::Enforce,
         &Supervisor::new(),
         CancellationToken::new(),
         |_| {},
@@ -176,11 +197,33 @@ pub async fn dispatch_with(
     endpoint: Option<ModelEndpoint>,
     supervisor: &Supervisor,
     cancel: CancellationToken,
+    on_event: impl FnMut(&StreamEvent) + Send,
+) -> Run {
+    run_with_policy(
+        req,
+        env,
+        endpoint,
+        CheckPolicy::Bypass,
+        supervisor,
+        cancel,
+        on_event,
+    )
+    .await
+}
+
+async fn run_with_policy(
+    req: DispatchRequest,
+    env: Env,
+    endpoint: Option<ModelEndpoint>,
+    check: CheckPolicy,
+    supervisor: &Supervisor,
+    cancel: CancellationToken,
     mut on_event: impl FnMut(&StreamEvent) + Send,
 ) -> Run {
     let opts = RunOptions {
         parent_env: env,
         endpoint,
+        check,
     };
     let mut events = Vec::new();
     let started = Instant::now();

@@ -5,11 +5,13 @@
 //!   provider survive `--ignore-user-config`.
 //! * [`catalogue`]: `codex debug models` / `codex doctor --json`, pre-validation.
 //! * [`events`]: the JSONL stream parser.
+//! * [`selfcheck`]: the scripted write attempts of `agent-dispatch check`.
 
 pub mod catalogue;
 pub mod config;
 pub mod events;
 pub mod launch;
+pub mod selfcheck;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,7 +19,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::adapter::{Adapter, Capabilities, Env, Launch, LaunchContext, ModelInfo, StreamParser};
+use crate::adapter::{
+    Adapter, Capabilities, Env, Launch, LaunchContext, ModelInfo, SelfCheck, StreamParser,
+};
 use crate::contract::{Failure, FailureKind, NoticeLevel, StreamEvent};
 use crate::supervise::{Captured, Supervisor};
 use catalogue::{Catalogue, DoctorModel};
@@ -288,6 +292,10 @@ impl Adapter for CodexAdapter {
 
     fn parser(&self) -> Box<dyn StreamParser> {
         Box::new(events::CodexParser::new())
+    }
+
+    fn self_check(&self) -> Option<&dyn SelfCheck> {
+        Some(&selfcheck::CodexSelfCheck)
     }
 
     async fn discover_models(
