@@ -1096,3 +1096,30 @@ async fn read_only_check_passes_with_the_real_codex_and_is_enforced() {
         second.notices()
     );
 }
+
+#[tokio::test]
+async fn helper_commands_do_not_run_the_users_mcp_servers_or_hooks() {
+    // Effort only, no model anywhere: pre-validation runs `codex debug models` AND
+    // `codex doctor --json`, which (unlike `exec`) cannot ignore the user's config.
+    let w = World::new("helpers");
+    w.write_codex_config("config.toml", &hostile_user_config(&w));
+    let fake = FakeResponses::start(Script::new(vec![Step::message("helpers ok")]))
+        .await
+        .unwrap();
+    let run = dispatch(
+        w.request(None, Some("high")),
+        w.env(),
+        Some(fake.endpoint()),
+    )
+    .await;
+    assert_ok(&run);
+    assert_eq!(fake.model_requests()[0].body["reasoning"]["effort"], "high");
+    // `codex doctor` probes the provider with GET /models: proof that it ran.
+    assert!(
+        fake.requests()
+            .iter()
+            .any(|r| r.method == "GET" && r.path.ends_with("/models")),
+        "doctor did not run"
+    );
+    assert_eq!(w.marks_present(), Vec::<String>::new());
+}

@@ -313,3 +313,56 @@ impl Adapter for CodexAdapter {
         Some(found.await)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+    use std::os::unix::process::ExitStatusExt;
+
+    fn env(pairs: &[(&str, &str)]) -> Env {
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    #[test]
+    fn codex_home_under_the_temp_dir_is_flagged() {
+        assert!(temp_home_notice(&env(&[("CODEX_HOME", "/tmp/x/codex")])).is_some());
+        assert!(
+            temp_home_notice(&env(&[
+                ("CODEX_HOME", "/scratch/t/c"),
+                ("TMPDIR", "/scratch/t")
+            ]))
+            .is_some()
+        );
+        assert!(temp_home_notice(&env(&[("CODEX_HOME", "/home/u/.codex")])).is_none());
+        assert!(temp_home_notice(&env(&[("HOME", "/home/u")])).is_none());
+    }
+
+    #[test]
+    fn helper_errors_name_the_error_line_not_the_backtrace() {
+        let c = |stderr: &str| Captured {
+            status: std::process::ExitStatus::from_raw(1 << 8),
+            stdout: vec![],
+            stderr: stderr.as_bytes().to_vec(),
+        };
+        assert_eq!(
+            last_stderr_line(&c(
+                "Error: legacy `profile` config\n\nStack backtrace:\n   0: <unknown>\n   1: <unknown>\n"
+            )),
+            ": Error: legacy `profile` config"
+        );
+        assert_eq!(last_stderr_line(&c("boom\n")), ": boom");
+        assert_eq!(last_stderr_line(&c("")), "");
+    }
+
+    #[test]
+    fn capabilities_are_honest() {
+        let c = CodexAdapter.capabilities();
+        assert!(c.read_only_enforced && c.model_catalogue);
+        assert!(!c.reports_model && !c.reports_effort);
+        assert!(CodexAdapter.self_check().is_some());
+    }
+}
