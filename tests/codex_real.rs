@@ -1123,3 +1123,63 @@ async fn helper_commands_do_not_run_the_users_mcp_servers_or_hooks() {
     );
     assert_eq!(w.marks_present(), Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn codex_home_under_the_temp_dir_is_caught_and_fails_closed() {
+    // Codex cannot start its sandbox helper when CODEX_HOME is under TMPDIR. Simulate that with
+    // a TMPDIR of our own (under .cache, not /tmp): the dispatch warns up front, the write still
+    // does not happen, and the read-only check fails with the fix named.
+    use agent_dispatch::selftest::check;
+    let w = World::new("tmphome");
+    let tmp = w.dir.path().join("tmp");
+    let home = tmp.join("codex");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut env = w.env();
+    env.insert("TMPDIR".into(), tmp.clone().into());
+    env.insert("CODEX_HOME".into(), home.into());
+    env.insert(
+        "AGENT_DISPATCH_CACHE_DIR".into(),
+        w.dir.path().join("records").into(),
+    );
+    let fake = FakeResponses::start(Script::new(vec![
+        Step::shell(WRITE_CMD),
+        Step::message("tmp done"),
+    ]))
+    .await
+    .unwrap();
+    let before = Snapshot::take(&w.repo_path()).unwrap();
+    let check_sup = Supervisor::new();
+    let (run, report) = tokio::join!(
+        dispatch(
+            w.request(Some("gpt-5.5"), None),
+            env.clone(),
+            Some(fake.endpoint())
+        ),
+        check::run_check(
+            agent_dispatch::adapter::find("codex").unwrap(),
+            &env,
+            &check_sup,
+            CancellationToken::new()
+        ),
+    );
+    assert!(
+        run.notices()
+            .iter()
+            .any(|n| n.contains("under the temp dir")),
+        "{:?}",
+        run.notices()
+    );
+    let write = output_of(&fake.tool_outputs(), 0).to_owned();
+    assert!(!write.contains("Process exited with code 0"), "{write}");
+    assert!(!w.repo_path().join("probe.txt").exists());
+    assert_eq!(
+        before.diff(&Snapshot::take(&w.repo_path()).unwrap()),
+        Vec::<String>::new()
+    );
+    assert!(!report.passed, "{report}");
+    assert!(
+        report.fixes.iter().any(|f| f.contains("CODEX_HOME")),
+        "{report}"
+    );
+    eprintln!("write output with CODEX_HOME under TMPDIR: {write}");
+}
