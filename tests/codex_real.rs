@@ -709,7 +709,7 @@ async fn broken_or_legacy_config_is_invalid_request() {
 }
 
 #[tokio::test]
-async fn server_failures_end_as_typed_failures_within_bounds() {
+async fn bounded_server_failures_end_as_typed_failures() {
     let w = World::new("failures");
     let h400 = FakeResponses::start(Script::new(vec![Step::http_error(
         400,
