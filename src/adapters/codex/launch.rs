@@ -410,6 +410,23 @@ mod tests {
     }
 
     #[test]
+    fn openai_gateway_url_is_reapplied_unless_an_endpoint_is_swapped_in() {
+        let e = env(&[("PATH", "/bin")]);
+        let d = UserDefaults {
+            openai_base_url: Some("https://gw.example/v1".into()),
+            ..Default::default()
+        };
+        let r = resolve_with(d.clone(), &e, None, None, None);
+        assert_eq!(r.overrides, ["openai_base_url=\"https://gw.example/v1\""]);
+        let ep = ModelEndpoint {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            api_key: "k".into(),
+        };
+        let r = resolve_with(d, &e, None, None, Some(&ep));
+        assert!(!r.overrides.iter().any(|o| o.starts_with("openai_base_url")));
+    }
+
+    #[test]
     fn whole_parent_env_is_never_passed() {
         let mut e = env(&[("PATH", "/bin"), ("HOME", "/h")]);
         for i in 0..50 {
