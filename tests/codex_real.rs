@@ -110,6 +110,15 @@ async fn read_only_run(world: &World) -> ReadOnlyEvidence {
 
 fn assert_read_only(world: &World, ev: &ReadOnlyEvidence) {
     assert_ok(&ev.run);
+    // `--ephemeral`: nothing of the dispatch lands in the user's Codex session history.
+    let sessions = world.codex_home().join("sessions");
+    let persisted = std::fs::read_dir(&sessions).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(
+        persisted,
+        0,
+        "session files written under {}",
+        sessions.display()
+    );
     let r = &ev.run.result;
     assert_eq!(r.text, FINAL);
     assert!(r.session_id.is_some());

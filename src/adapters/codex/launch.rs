@@ -35,6 +35,8 @@ pub const EXEC_FLAGS: &[&str] = &[
     "read-only",
     "--ignore-user-config",
     "--ignore-rules",
+    // Nothing of a dispatch is persisted in the user's Codex session history.
+    "--ephemeral",
     "--disable",
     "hooks",
     "--disable",
@@ -280,6 +282,7 @@ mod tests {
                 "read-only",
                 "--ignore-user-config",
                 "--ignore-rules",
+                "--ephemeral",
                 "--disable",
                 "hooks",
                 "--disable",
