@@ -515,3 +515,27 @@ async fn a_task_of_several_megabytes_reaches_the_cli_intact() {
     );
     assert_eq!(r.result.text, want);
 }
+
+#[tokio::test]
+async fn a_captured_command_dropped_by_a_callers_timeout_leaves_nothing_behind() {
+    unix::become_subreaper();
+    let tag = unique_tag("capture-drop");
+    let sup = Supervisor::new();
+    let launch = agent_dispatch::adapter::Launch {
+        program: fake_cli_dir().join("codex"),
+        args: vec!["exec".into(), "--".into(), "SCENARIO:sleep".into()],
+        cwd: std::env::temp_dir(),
+        env: env_with_fake_path(&tag).into_iter().collect(),
+        stdin: agent_dispatch::adapter::StdinPlan::Null,
+    };
+    let cancel = CancellationToken::new();
+    // The timeout is the scenario: a caller gives up and drops the capture mid-run.
+    let r = tokio::time::timeout(
+        Duration::from_millis(500),
+        sup.capture(&launch, &cancel, 1024),
+    )
+    .await;
+    assert!(r.is_err(), "the capture was still running");
+    assert_gone_soon(&tag).await;
+    assert_eq!(sup.active(), 0);
+}

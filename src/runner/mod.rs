@@ -285,7 +285,7 @@ async fn supervise_run(
     sink: &mut (dyn FnMut(StreamEvent) + Send),
 ) -> (Observed, String) {
     let group = run.group.clone();
-    let _guard = KillOnUnwind(group.clone());
+    let _guard = crate::supervise::KillOnDrop(group.clone());
     let mut observed = Observed::default();
     let mut stdout = run
         .stdout
@@ -372,16 +372,6 @@ async fn supervise_run(
     stderr_task.abort();
     let text = tail.lock().unwrap().text();
     (observed, text)
-}
-
-/// If the run loop is unwound (a panicking parser or event callback) or its future is dropped
-/// before cleanup finished, the tree is killed on the spot rather than left behind.
-struct KillOnUnwind(Arc<crate::supervise::Group>);
-
-impl Drop for KillOnUnwind {
-    fn drop(&mut self) {
-        self.0.kill_now();
-    }
 }
 
 async fn read_stderr(

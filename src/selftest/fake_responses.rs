@@ -33,6 +33,12 @@ pub const PATCH_TOOL: &str = "apply_patch";
 /// The final answer given once the script has run out of steps.
 pub const SCRIPT_DONE_TEXT: &str = "FAKE_DONE (script finished)";
 
+/// The `call_id` of the tool call made at script step `step` (how tool results are matched to
+/// their steps).
+pub fn call_id(step: usize) -> String {
+    format!("call_step{step}")
+}
+
 /// One model response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
@@ -305,7 +311,7 @@ async fn handle(
         .cloned()
         .unwrap_or_else(|| Step::message(SCRIPT_DONE_TEXT));
     let resp_id = format!("resp_fake_{request_no}");
-    let call_id = format!("call_step{step_no}");
+    let call_id = call_id(step_no);
     let mut events = vec![json!({"type": "response.created", "response": {"id": resp_id}})];
     let completed = json!({"type": "response.completed", "response": {"id": resp_id, "usage": shared.script.usage.to_json()}});
     match step {

@@ -147,6 +147,17 @@ impl Group {
     }
 }
 
+/// Kills a group's tree on the spot if dropped before its cleanup finished: a panic unwinding
+/// through the run loop, or a future (a dispatch, a captured helper command) dropped by a
+/// `select!` or a timeout. Holding one costs nothing on the normal path.
+pub struct KillOnDrop(pub Arc<Group>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        self.0.kill_now();
+    }
+}
+
 /// A spawned, registered child. stdout and stderr are handed to the caller; the direct child's
 /// wait is owned by a background task that publishes the exit status.
 pub struct SupervisedChild {
@@ -304,6 +315,7 @@ impl Supervisor {
         }
         let mut child = self.spawn(launch)?;
         let group = child.group.clone();
+        let _guard = KillOnDrop(group.clone());
         let out = tokio::spawn(read_capped(child.stdout.take(), limit));
         let err = tokio::spawn(read_capped(child.stderr.take(), limit));
         let status = tokio::select! {

@@ -328,6 +328,7 @@ mod tests {
 model = "gpt-5.5"
 model_reasoning_effort = "high"
 model_provider = "corp"
+openai_base_url = "https://gw.example/v1"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
 [model_providers.corp]
@@ -345,6 +346,7 @@ command = "touch"
         let u = load_from(d.path(), None).unwrap();
         assert_eq!(u.model.as_deref(), Some("gpt-5.5"));
         assert_eq!(u.effort.as_deref(), Some("high"));
+        assert_eq!(u.openai_base_url.as_deref(), Some("https://gw.example/v1"));
         let p = u.provider.unwrap();
         assert_eq!(p.id, "corp");
         assert!(p.is_user_defined());

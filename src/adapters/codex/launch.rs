@@ -35,6 +35,8 @@ pub const EXEC_FLAGS: &[&str] = &[
     "read-only",
     "--ignore-user-config",
     "--ignore-rules",
+    // Nothing of a dispatch is persisted in the user's Codex session history.
+    "--ephemeral",
     "--disable",
     "hooks",
     "--disable",
@@ -280,6 +282,7 @@ mod tests {
                 "read-only",
                 "--ignore-user-config",
                 "--ignore-rules",
+                "--ephemeral",
                 "--disable",
                 "hooks",
                 "--disable",
@@ -407,6 +410,23 @@ mod tests {
         let l2 = build(&ctx("x", &e, None), &without).unwrap();
         // Same flags and shape; only the -c provider values differ.
         assert_eq!(args(&l1)[..17], args(&l2)[..17]);
+    }
+
+    #[test]
+    fn openai_gateway_url_is_reapplied_unless_an_endpoint_is_swapped_in() {
+        let e = env(&[("PATH", "/bin")]);
+        let d = UserDefaults {
+            openai_base_url: Some("https://gw.example/v1".into()),
+            ..Default::default()
+        };
+        let r = resolve_with(d.clone(), &e, None, None, None);
+        assert_eq!(r.overrides, ["openai_base_url=\"https://gw.example/v1\""]);
+        let ep = ModelEndpoint {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            api_key: "k".into(),
+        };
+        let r = resolve_with(d, &e, None, None, Some(&ep));
+        assert!(!r.overrides.iter().any(|o| o.starts_with("openai_base_url")));
     }
 
     #[test]

@@ -5,11 +5,13 @@
 //!   provider survive `--ignore-user-config`.
 //! * [`catalogue`]: `codex debug models` / `codex doctor --json`, pre-validation.
 //! * [`events`]: the JSONL stream parser.
+//! * [`selfcheck`]: the scripted write attempts of `agent-dispatch check`.
 
 pub mod catalogue;
 pub mod config;
 pub mod events;
 pub mod launch;
+pub mod selfcheck;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,7 +19,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::adapter::{Adapter, Capabilities, Env, Launch, LaunchContext, ModelInfo, StreamParser};
+use crate::adapter::{
+    Adapter, Capabilities, Env, Launch, LaunchContext, ModelInfo, SelfCheck, StreamParser,
+};
 use crate::contract::{Failure, FailureKind, NoticeLevel, StreamEvent};
 use crate::supervise::{Captured, Supervisor};
 use catalogue::{Catalogue, DoctorModel};
@@ -290,6 +294,10 @@ impl Adapter for CodexAdapter {
         Box::new(events::CodexParser::new())
     }
 
+    fn self_check(&self) -> Option<&dyn SelfCheck> {
+        Some(&selfcheck::CodexSelfCheck)
+    }
+
     async fn discover_models(
         &self,
         program: &Path,
@@ -303,5 +311,58 @@ impl Adapter for CodexAdapter {
             Ok(cat.models())
         };
         Some(found.await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+    use std::os::unix::process::ExitStatusExt;
+
+    fn env(pairs: &[(&str, &str)]) -> Env {
+        pairs
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect()
+    }
+
+    #[test]
+    fn codex_home_under_the_temp_dir_is_flagged() {
+        assert!(temp_home_notice(&env(&[("CODEX_HOME", "/tmp/x/codex")])).is_some());
+        assert!(
+            temp_home_notice(&env(&[
+                ("CODEX_HOME", "/scratch/t/c"),
+                ("TMPDIR", "/scratch/t")
+            ]))
+            .is_some()
+        );
+        assert!(temp_home_notice(&env(&[("CODEX_HOME", "/home/u/.codex")])).is_none());
+        assert!(temp_home_notice(&env(&[("HOME", "/home/u")])).is_none());
+    }
+
+    #[test]
+    fn helper_errors_name_the_error_line_not_the_backtrace() {
+        let c = |stderr: &str| Captured {
+            status: std::process::ExitStatus::from_raw(1 << 8),
+            stdout: vec![],
+            stderr: stderr.as_bytes().to_vec(),
+        };
+        assert_eq!(
+            last_stderr_line(&c(
+                "Error: legacy `profile` config\n\nStack backtrace:\n   0: <unknown>\n   1: <unknown>\n"
+            )),
+            ": Error: legacy `profile` config"
+        );
+        assert_eq!(last_stderr_line(&c("boom\n")), ": boom");
+        assert_eq!(last_stderr_line(&c("")), "");
+    }
+
+    #[test]
+    fn capabilities_are_honest() {
+        let c = CodexAdapter.capabilities();
+        assert!(c.read_only_enforced && c.model_catalogue);
+        assert!(!c.reports_model && !c.reports_effort);
+        assert!(CodexAdapter.self_check().is_some());
     }
 }
