@@ -123,6 +123,11 @@ pub enum Terminal {
     Error {
         message: String,
     },
+    /// The CLI refused to start because its own sandbox cannot work here (it never ran
+    /// unsandboxed): classified as `read-only-unavailable`.
+    SandboxUnavailable {
+        message: String,
+    },
 }
 
 /// What the whole stream established. Read once, after the process is gone.

@@ -188,7 +188,13 @@ fn retries_are_warnings_and_no_result_means_no_terminal() {
 #[test]
 fn sandbox_unavailable_names_what_to_install() {
     let (_, o) = run(&fixture("no_bwrap_scrub0_failifunavailable.stream.jsonl"));
-    let msg = error_message(&o);
+    // Its own terminal kind: the engine reports it as read-only-unavailable, not a model error.
+    let Some(Terminal::SandboxUnavailable { message: msg }) = &o.terminal else {
+        panic!(
+            "expected the sandbox-unavailable terminal, got {:?}",
+            o.terminal
+        );
+    };
     assert!(msg.contains("apt-get install bubblewrap socat"), "{msg}");
     assert!(msg.contains("bubblewrap (bwrap) not installed"), "{msg}");
 }

@@ -657,7 +657,10 @@ async fn missing_sandbox_programs_are_refused() {
     let mut d = Dispatch::new(repo.path(), Script::new().bash(WRITE_CMD));
     d.parent_env_set("PATH", &path);
     let run = d.skip_preflight().run_direct().await;
-    let msg = run.assert_error_envelope();
+    assert_ne!(run.exit_code, Some(0));
+    let f = run.failure.clone().expect("refused");
+    assert_eq!(f.kind, FailureKind::ReadOnlyUnavailable, "{f}");
+    let msg = f.message;
     assert!(msg.contains("apt-get install bubblewrap socat"), "{msg}");
     assert!(msg.contains("bubblewrap (bwrap) not installed"), "{msg}");
     assert!(run.fake.message_requests().is_empty(), "no model call");

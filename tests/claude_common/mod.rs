@@ -13,6 +13,7 @@ use agent_dispatch::adapters::claude::ClaudeAdapter;
 use agent_dispatch::contract::{
     CommandStatus, DispatchRequest, DispatchResult, Failure, FailureKind, StreamEvent, Usage,
 };
+use agent_dispatch::runner::outcome::Observed;
 use agent_dispatch::runner::{self, CheckPolicy, RunOptions};
 use agent_dispatch::selftest::fake_messages::{FakeMessages, Script, ToolResultSeen};
 use agent_dispatch::selftest::snapshot::Snapshot;
@@ -339,12 +340,12 @@ impl Dispatch {
             duration,
             status.code()
         );
-        let failure = match &outcome.terminal {
-            Some(Terminal::Error { message }) => {
-                Some(Failure::new(FailureKind::ErrorEnvelope, message.clone()))
-            }
-            _ => None,
-        };
+        // Classified exactly as the engine classifies a run.
+        let failure = agent_dispatch::runner::outcome::classify(&Observed {
+            exit: Some(status),
+            terminal: outcome.terminal.clone(),
+            ..Observed::default()
+        });
         Run {
             ok: outcome.terminal == Some(Terminal::Success) && status.code() == Some(0),
             failure,

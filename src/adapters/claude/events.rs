@@ -371,13 +371,17 @@ impl ClaudeParser {
         let success = !r.is_error && r.subtype.as_deref() == Some("success");
         let terminal = if success {
             Terminal::Success
+        } else if r.startup_failure_reason.as_deref() == Some(SANDBOX_UNAVAILABLE_REASON) {
+            Terminal::SandboxUnavailable {
+                message: self.failure_message(&r),
+            }
         } else {
             Terminal::Error {
                 message: self.failure_message(&r),
             }
         };
         let mut events = Vec::new();
-        if let Terminal::Error { message } = &terminal {
+        if let Terminal::Error { message } | Terminal::SandboxUnavailable { message } = &terminal {
             events.push(StreamEvent::Error {
                 message: message.clone(),
             });
@@ -394,9 +398,7 @@ impl ClaudeParser {
     fn failure_message(&self, r: &ResultLine) -> String {
         if r.startup_failure_reason.as_deref() == Some(SANDBOX_UNAVAILABLE_REASON) {
             let detail = r.errors.join("; ");
-            return format!(
-                "read-only-unavailable: {SANDBOX_INSTALL_HINT}. Claude Code said: {detail}"
-            );
+            return format!("{SANDBOX_INSTALL_HINT}. Claude Code said: {detail}");
         }
         let mut text = r
             .result
