@@ -320,3 +320,107 @@ fn the_check_command_reports_cli_flags_and_evidence() {
     assert!(text.contains("Read-only file system"), "{text}");
     assert!(text.contains("byte-identical"), "{text}");
 }
+
+#[path = "claude_common/mod.rs"]
+#[allow(dead_code, unused_imports)]
+mod claude_common;
+
+#[tokio::test]
+async fn without_bubblewrap_claude_fails_the_check_and_the_dispatch_is_refused() {
+    let w = World::new("no-bwrap");
+    let farm = w.dir.path().join("path-farm");
+    std::fs::create_dir_all(&farm).unwrap();
+    claude_common::path_without(&farm, &["bwrap"]);
+    let mut env = with_records(&w, w.env());
+    env.insert(
+        "PATH".into(),
+        format!("{}:{}", codex_support::bin_dir().display(), farm.display()).into(),
+    );
+    env.insert("CLAUDE_CONFIG_DIR".into(), w.home().join(".claude").into());
+    let claude = adapter::find("claude").unwrap();
+
+    let report = check::run_check(claude, &env, &Supervisor::new(), CancellationToken::new()).await;
+    assert!(!report.passed, "{report}");
+    assert!(report.reason().contains("bubblewrap"), "{report}");
+    assert!(
+        report
+            .fixes
+            .iter()
+            .any(|f| f.contains("apt-get install bubblewrap socat")),
+        "{report}"
+    );
+
+    let fake = agent_dispatch::selftest::fake_messages::FakeMessages::start(
+        agent_dispatch::selftest::fake_messages::Script::new().text("must not run"),
+    )
+    .await
+    .unwrap();
+    let req = ValidRequest {
+        adapter: claude,
+        task: "Inspect the repository.".into(),
+        scope: None,
+        model: None,
+        effort: None,
+        cwd: w.repo_path(),
+    };
+    let opts = RunOptions {
+        parent_env: env,
+        endpoint: Some(agent_dispatch::adapter::ModelEndpoint {
+            base_url: fake.base_url(),
+            api_key: "throwaway".into(),
+        }),
+        check: CheckPolicy::Enforce,
+    };
+    let r = dispatch_valid(
+        &req,
+        &opts,
+        &Supervisor::new(),
+        CancellationToken::new(),
+        &mut |_| {},
+    )
+    .await;
+    let f = r.failure.expect("refused");
+    assert_eq!(f.kind, FailureKind::ReadOnlyUnavailable);
+    assert!(
+        f.message.contains("apt-get install bubblewrap socat"),
+        "{}",
+        f.message
+    );
+    assert!(r.exit.is_none(), "nothing was started");
+    assert!(fake.log().all().is_empty(), "no model request");
+    assert_eq!(records(&w), 0);
+}
+
+#[test]
+fn check_passes_for_both_pinned_clis_on_this_machine() {
+    let w = World::new("check-all");
+    let mut env = with_records(&w, w.env());
+    env.insert("CLAUDE_CONFIG_DIR".into(), w.home().join(".claude").into());
+    let out = Command::new(env!("CARGO_BIN_EXE_agent-dispatch"))
+        .args(["check", "--json"])
+        .env_clear()
+        .envs(env)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    let agents: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["agent"].as_str().unwrap())
+        .collect();
+    assert_eq!(agents, ["codex", "claude"]);
+    for r in v.as_array().unwrap() {
+        assert_eq!(r["passed"], true, "{r:#}");
+        assert_eq!(r["treeIdentical"], true);
+        let denied = r["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["verdict"] == "denied")
+            .count();
+        assert!(denied >= 2, "{r:#}");
+    }
+    assert_eq!(records(&w), 2);
+}
