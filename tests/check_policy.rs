@@ -322,7 +322,7 @@ fn the_check_command_reports_cli_flags_and_evidence() {
 }
 
 #[path = "claude_common/mod.rs"]
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports)]
 mod claude_common;
 
 #[tokio::test]
