@@ -14,6 +14,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::adapters::claude::events::content_text;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -318,18 +319,6 @@ fn tool_result_blocks(body: &Value) -> Vec<&Value> {
         .flatten()
         .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
         .collect()
-}
-
-fn content_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
 }
 
 fn path_only(path: &str) -> &str {

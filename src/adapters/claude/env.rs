@@ -152,12 +152,7 @@ pub fn child_env(parent: &Env, endpoint: Option<&ModelEndpoint>) -> Vec<(OsStrin
 mod tests {
     use super::*;
 
-    fn env(pairs: &[(&str, &str)]) -> Env {
-        pairs
-            .iter()
-            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-            .collect()
-    }
+    use crate::env::from_pairs as env;
 
     fn names(v: &[(OsString, OsString)]) -> Vec<&str> {
         v.iter().map(|(k, _)| k.to_str().unwrap()).collect()

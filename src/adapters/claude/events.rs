@@ -552,7 +552,7 @@ fn str_field(v: &Value, key: &str) -> String {
 }
 
 /// A tool result's text: a string, or the text blocks of an array joined by newlines.
-fn content_text(content: Option<&Value>) -> String {
+pub(crate) fn content_text(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(blocks)) => blocks

@@ -235,12 +235,7 @@ mod tests {
     use crate::contract::FailureKind;
     use std::path::PathBuf;
 
-    fn env(pairs: &[(&str, &str)]) -> Env {
-        pairs
-            .iter()
-            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-            .collect()
-    }
+    use crate::env::from_pairs as env;
 
     fn ctx<'a>(
         prompt: &'a str,

@@ -317,15 +317,9 @@ impl Adapter for CodexAdapter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::OsString;
     use std::os::unix::process::ExitStatusExt;
 
-    fn env(pairs: &[(&str, &str)]) -> Env {
-        pairs
-            .iter()
-            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-            .collect()
-    }
+    use crate::env::from_pairs as env;
 
     #[test]
     fn codex_home_under_the_temp_dir_is_flagged() {
