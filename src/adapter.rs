@@ -123,6 +123,11 @@ pub enum Terminal {
     Error {
         message: String,
     },
+    /// The CLI refused to start because its own sandbox cannot work here (it never ran
+    /// unsandboxed): classified as `read-only-unavailable`.
+    SandboxUnavailable {
+        message: String,
+    },
 }
 
 /// What the whole stream established. Read once, after the process is gone.
@@ -159,7 +164,15 @@ pub trait StreamParser: Send {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StubBase {
     Cwd,
+    /// The git directory of the working tree the cwd is in (`<root>/.git`, or
+    /// `<main>/.git/worktrees/<name>` in a linked worktree).
     GitDir,
+    /// The top of the working tree the cwd is in (where `.git` is).
+    WorkTree,
+    /// The repository's common git directory (the same as `GitDir` outside linked worktrees).
+    GitCommonDir,
+    /// The main working tree (the parent of a common git directory named `.git`).
+    MainWorkTree,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,6 +180,52 @@ pub struct SandboxStub {
     pub base: StubBase,
     /// Relative path, `/`-separated.
     pub path: &'static str,
+}
+
+/// What a read-only probe tries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeKind {
+    /// A shell redirection into the tree (`printf x > file`).
+    ShellWrite,
+    /// The agent's own file-writing tool (for example Codex's `apply_patch`).
+    FileToolWrite,
+    /// A write from a child interpreter (`python3 -c "open(...).write(...)"`).
+    InterpreterWrite,
+    /// A read that must work: `git diff` of the scratch repo's uncommitted change.
+    Read,
+}
+
+/// One scripted probe and what the CLI sent back to the model as its result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeResult {
+    pub kind: ProbeKind,
+    /// What the fake model asked the agent to run (a command line, or a patch summary).
+    pub command: String,
+    /// For writes: the file it tries to create, relative to the working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The tool output the CLI returned to the model; `None` if the probe was never answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+/// A running loopback fake model endpoint that scripts the probes.
+pub trait ProbeEndpoint: Send + Sync {
+    fn endpoint(&self) -> ModelEndpoint;
+    /// The probes in order, with their outputs as read from the endpoint's request log.
+    fn results(&self) -> Vec<ProbeResult>;
+    /// How many model requests the endpoint served.
+    fn requests(&self) -> usize;
+}
+
+/// An adapter's half of `agent-dispatch check`: a fake model endpoint for this CLI's API that
+/// makes the agent attempt a shell write, a file-tool write (where the agent has file tools), a
+/// write from a child interpreter, and a `git diff` read, in `cwd`.
+#[async_trait]
+pub trait SelfCheck: Send + Sync {
+    async fn start_probe_endpoint(&self, cwd: &Path) -> std::io::Result<Box<dyn ProbeEndpoint>>;
 }
 
 /// One agent CLI. Implementations live in `src/adapters/<id>/`, one folder each.
@@ -216,6 +275,12 @@ pub trait Adapter: Send + Sync {
     /// Arguments that print the CLI's version.
     fn version_args(&self) -> &'static [&'static str] {
         &["--version"]
+    }
+
+    /// The scripted read-only self-check for this CLI, if it has one. An adapter without one
+    /// can never pass `agent-dispatch check`, so dispatch to it is refused.
+    fn self_check(&self) -> Option<&dyn SelfCheck> {
+        None
     }
 
     /// Mount-point stubs this CLI's sandbox may leave in the tree (see [`SandboxStub`]).

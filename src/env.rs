@@ -68,6 +68,14 @@ pub fn allowlisted(parent: &Env, extra: &[EnvRule], deny: &[&str]) -> Vec<(OsStr
         .collect()
 }
 
+/// An [`Env`] from name/value pairs (tests, and callers that build an environment by hand).
+pub fn from_pairs(pairs: &[(&str, &str)]) -> Env {
+    pairs
+        .iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect()
+}
+
 /// The current process environment as an [`Env`].
 pub fn current() -> Env {
     std::env::vars_os().collect()
@@ -77,12 +85,7 @@ pub fn current() -> Env {
 mod tests {
     use super::*;
 
-    fn env(pairs: &[(&str, &str)]) -> Env {
-        pairs
-            .iter()
-            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
-            .collect()
-    }
+    use super::from_pairs as env;
 
     #[test]
     fn keeps_only_allowed_names() {

@@ -15,3 +15,4 @@ pub mod request;
 pub mod runner;
 pub mod selftest;
 pub mod supervise;
+pub mod tree_guard;

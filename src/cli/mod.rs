@@ -1,6 +1,7 @@
 //! Command-line interface: `run`, `agents`, `models`.
 
 mod agents;
+mod check;
 mod models;
 mod run;
 
@@ -30,6 +31,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Prove offline, on this machine, that each agent CLI cannot write: scripted write
+    /// attempts against a loopback fake model, a byte-level tree comparison. Records passes.
+    Check {
+        /// Agent ids (default: all).
+        agents: Vec<String>,
+        /// Print JSON instead of a report.
+        #[arg(long)]
+        json: bool,
+    },
     /// List an agent's model catalogue (read live from the CLI).
     Models {
         /// Agent id, as listed by `agents`.
@@ -46,10 +56,11 @@ pub struct RunArgs {
     #[arg(long)]
     agent: String,
     /// Model, passed to the CLI unchanged (default: the CLI's own).
-    #[arg(long)]
+    /// Hyphen values are accepted here so that they get the typed `invalid-request` error.
+    #[arg(long, allow_hyphen_values = true)]
     model: Option<String>,
     /// Reasoning effort, passed to the CLI unchanged (default: the CLI's own).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     effort: Option<String>,
     /// A scope hint appended to the task (which files or change to look at).
     #[arg(long)]
@@ -73,5 +84,6 @@ pub async fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(args).await,
         Command::Agents { json } => agents::agents(json).await,
         Command::Models { agent, json } => models::models(&agent, json).await,
+        Command::Check { agents, json } => check::check(&agents, json).await,
     }
 }

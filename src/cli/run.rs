@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use agent_dispatch::contract::{DispatchRequest, DispatchResult, Failure, FailureKind};
 use agent_dispatch::protocol::{Line, Writer};
 use agent_dispatch::runner::{self, RunOptions};
+use agent_dispatch::selftest::check;
 use agent_dispatch::supervise::{Supervisor, lifeline, unix};
 use agent_dispatch::{env, request};
 use tokio::signal::unix::{SignalKind, signal};
@@ -65,9 +66,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Ok(v) => v,
         Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
     };
+    let parent_env = env::current();
+    let check = match check::policy_from_env(&parent_env) {
+        Ok(c) => c,
+        Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
+    };
     let opts = RunOptions {
-        parent_env: env::current(),
+        parent_env,
         endpoint: None,
+        check,
     };
     let program = runner::resolve_program(valid.adapter, &opts.parent_env)
         .map(|p| p.display().to_string())

@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::adapter::{Adapter, Env, LaunchContext, ModelEndpoint, StreamParser};
 use crate::contract::{
-    Confirmed, DispatchRequest, DispatchResult, Failure, FailureKind, Identity, Requested,
-    StreamEvent,
+    Confirmed, DispatchRequest, DispatchResult, Failure, FailureKind, Identity, NoticeLevel,
+    Requested, StreamEvent,
 };
 use crate::request::{self, ValidRequest};
 use crate::supervise::Supervisor;
@@ -36,6 +36,22 @@ pub struct RunOptions {
     pub parent_env: Env,
     /// A loopback model endpoint to use instead of the real one (tests, self-check).
     pub endpoint: Option<ModelEndpoint>,
+    /// Whether a passing read-only check must be on record before the CLI runs.
+    pub check: CheckPolicy,
+}
+
+/// The read-only check policy for one dispatch (see `selftest::check`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CheckPolicy {
+    /// Require a passing check on record for this CLI path, version and configuration; run the
+    /// check first when there is none, and refuse if it fails.
+    #[default]
+    Enforce,
+    /// Deliberately skipped (tests with fake CLIs, via `AGENT_DISPATCH_SKIP_CHECK`); every
+    /// result says so.
+    Bypass,
+    /// This dispatch *is* the check's own run.
+    IsTheCheck,
 }
 
 /// The identity a request starts with: requested values, nothing confirmed yet.
@@ -98,6 +114,7 @@ pub async fn dispatch_valid(
     let early = |f: Failure| {
         let mut r = DispatchResult::early_failure(identity.clone(), f);
         r.duration_ms = started.elapsed().as_millis() as u64;
+        r.check_bypassed = opts.check == CheckPolicy::Bypass;
         r
     };
 
@@ -114,6 +131,28 @@ pub async fn dispatch_valid(
         Ok(p) => p,
         Err(f) => return early(f),
     };
+    let bypassed = opts.check == CheckPolicy::Bypass;
+    match opts.check {
+        CheckPolicy::Enforce => {
+            let checked = tokio::select! {
+                r = crate::selftest::check::ensure_checked(
+                    adapter, &program, &opts.parent_env, supervisor, cancel.clone(), sink,
+                ) => r,
+                _ = cancel.cancelled() => Err(cancelled_before_start()),
+            };
+            if let Err(f) = checked {
+                return early(f);
+            }
+        }
+        CheckPolicy::Bypass => sink(StreamEvent::Notice {
+            level: NoticeLevel::Warning,
+            message: format!(
+                "The read-only check was deliberately skipped ({}); this run is not proven read-only on this machine.",
+                crate::selftest::check::SKIP_CHECK_VAR
+            ),
+        }),
+        CheckPolicy::IsTheCheck => {}
+    }
     let prompt = crate::prompt::assemble(&req.task, req.scope.as_deref());
     let ctx = LaunchContext {
         program: &program,
@@ -146,11 +185,15 @@ pub async fn dispatch_valid(
         return early(cancelled_before_start());
     }
     let mut parser = adapter.parser();
+    // Leave the tree as it was found: register before the CLI starts; once its whole process
+    // tree is gone, the last dispatch out of the tree removes the sandbox's empty stubs.
+    let guard = enter_tree_guard(adapter, &req.cwd, sink);
     let run = match supervisor.spawn(&launch) {
         Ok(r) => r,
         Err(f) => return early(f),
     };
     let (observed, stderr) = supervise_run(run, parser.as_mut(), &cancel, sink).await;
+    leave_tree_guard(guard, sink);
 
     let outcome = parser.outcome();
     let mut observed = observed;
@@ -173,8 +216,56 @@ pub async fn dispatch_valid(
         exit: outcome::exit_info(observed.exit),
         stderr_tail: stderr,
         duration_ms: started.elapsed().as_millis() as u64,
-        check_bypassed: false,
+        check_bypassed: bypassed,
     }
+}
+
+/// Register the run with [`crate::tree_guard`] when the adapter's sandbox leaves stubs. A guard
+/// that cannot be set up costs only the cleanup, never the run.
+fn enter_tree_guard(
+    adapter: &dyn Adapter,
+    cwd: &std::path::Path,
+    sink: &mut (dyn FnMut(StreamEvent) + Send),
+) -> Option<crate::tree_guard::TreeGuard> {
+    let stubs = adapter.sandbox_stubs();
+    if stubs.is_empty() {
+        return None;
+    }
+    match crate::tree_guard::TreeGuard::enter(cwd, stubs) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            sink(StreamEvent::Notice {
+                level: NoticeLevel::Warning,
+                message: format!(
+                    "could not register this run with the tree guard ({e}); empty sandbox stub files may stay in the tree"
+                ),
+            });
+            None
+        }
+    }
+}
+
+fn leave_tree_guard(
+    guard: Option<crate::tree_guard::TreeGuard>,
+    sink: &mut (dyn FnMut(StreamEvent) + Send),
+) {
+    let Some(guard) = guard else { return };
+    let message = match guard.leave() {
+        Ok(r) if r.kept.is_empty() => return,
+        Ok(r) => format!(
+            "sandbox stubs left in place because they are no longer empty: {}",
+            r.kept
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Err(e) => format!("could not clean the sandbox's stub files: {e}"),
+    };
+    sink(StreamEvent::Notice {
+        level: NoticeLevel::Warning,
+        message,
+    });
 }
 
 fn cancelled_before_start() -> Failure {
@@ -194,6 +285,7 @@ async fn supervise_run(
     sink: &mut (dyn FnMut(StreamEvent) + Send),
 ) -> (Observed, String) {
     let group = run.group.clone();
+    let _guard = crate::supervise::KillOnDrop(group.clone());
     let mut observed = Observed::default();
     let mut stdout = run
         .stdout

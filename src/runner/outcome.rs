@@ -39,8 +39,17 @@ pub fn classify(o: &Observed) -> Option<Failure> {
     if let Some(why) = &o.parse_failure {
         return Some(Failure::new(FailureKind::MalformedStream, why.clone()));
     }
-    if let Some(Terminal::Error { message }) = &o.terminal {
-        return Some(Failure::new(FailureKind::ErrorEnvelope, message.clone()));
+    match &o.terminal {
+        Some(Terminal::Error { message }) => {
+            return Some(Failure::new(FailureKind::ErrorEnvelope, message.clone()));
+        }
+        Some(Terminal::SandboxUnavailable { message }) => {
+            return Some(Failure::new(
+                FailureKind::ReadOnlyUnavailable,
+                message.clone(),
+            ));
+        }
+        _ => {}
     }
     let hint = o
         .stderr_last_line

@@ -70,6 +70,21 @@ impl Group {
         rx.wait_for(|s| s.is_some()).await.ok().and_then(|s| *s)
     }
 
+    /// Synchronous last resort for unwinding paths (a panic, a dropped future) where no
+    /// cleanup can be awaited: SIGKILL the group and the run's descendants right now. tokio's
+    /// reaper collects the direct child; orphans re-parented to us are reaped here once dead.
+    pub fn kill_now(&self) {
+        if self.pgid <= 1 || self.cleanup.initialized() {
+            return;
+        }
+        let procs = unix::scan();
+        let members = unix::run_members(&procs, self.pgid, &HashSet::from([self.pgid]));
+        unix::signal_all(self.pgid, &unix::alive(&procs, &members), Signal::SIGKILL);
+        if let Some(inner) = self.supervisor.upgrade() {
+            inner.groups.lock().unwrap().remove(&self.id);
+        }
+    }
+
     /// Stop the whole tree: idempotent, and every concurrent caller waits for the same cleanup.
     pub async fn terminate(&self) -> Termination {
         let t = *self.cleanup.get_or_init(|| self.stop_tree()).await;
@@ -129,6 +144,17 @@ impl Group {
                 _ = tokio::time::sleep(nap) => {}
             }
         }
+    }
+}
+
+/// Kills a group's tree on the spot if dropped before its cleanup finished: a panic unwinding
+/// through the run loop, or a future (a dispatch, a captured helper command) dropped by a
+/// `select!` or a timeout. Holding one costs nothing on the normal path.
+pub struct KillOnDrop(pub Arc<Group>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        self.0.kill_now();
     }
 }
 
@@ -289,6 +315,7 @@ impl Supervisor {
         }
         let mut child = self.spawn(launch)?;
         let group = child.group.clone();
+        let _guard = KillOnDrop(group.clone());
         let out = tokio::spawn(read_capped(child.stdout.take(), limit));
         let err = tokio::spawn(read_capped(child.stderr.take(), limit));
         let status = tokio::select! {

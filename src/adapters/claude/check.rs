@@ -1,0 +1,84 @@
+//! Claude's half of `agent-dispatch check`: the fake Messages endpoint scripting the probes.
+//!
+//! The model asks for, in order: a shell redirection into the tree, a write from a child
+//! interpreter (`python3`), and `git diff` (which must show the scratch repository's uncommitted
+//! change). Claude gets no file-writing tool (`--tools Read,Bash`), so there is no file-tool
+//! probe. Step `i` is answered once the conversation holds `i` tool results, so the `i`-th tool
+//! result the CLI sends back is the `i`-th probe's output.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+
+use crate::adapter::{ModelEndpoint, ProbeEndpoint, ProbeKind, ProbeResult, SelfCheck};
+use crate::selftest::fake_messages::{FakeMessages, ModelPolicy, Script};
+
+/// Files the write probes try to create, relative to the scratch repository.
+pub const SHELL_TARGET: &str = "agent-dispatch-probe-shell.txt";
+pub const INTERPRETER_TARGET: &str = "agent-dispatch-probe-python.txt";
+
+/// The probes: kind, command, target.
+pub fn probes() -> Vec<(ProbeKind, String, Option<String>)> {
+    vec![
+        (
+            ProbeKind::ShellWrite,
+            format!("printf x > {SHELL_TARGET}"),
+            Some(SHELL_TARGET.to_owned()),
+        ),
+        (
+            ProbeKind::InterpreterWrite,
+            format!("python3 -c \"open('{INTERPRETER_TARGET}', 'w').write('x')\""),
+            Some(INTERPRETER_TARGET.to_owned()),
+        ),
+        (ProbeKind::Read, "git diff".to_owned(), None),
+    ]
+}
+
+pub struct ClaudeSelfCheck;
+
+#[async_trait]
+impl SelfCheck for ClaudeSelfCheck {
+    async fn start_probe_endpoint(&self, _cwd: &Path) -> std::io::Result<Box<dyn ProbeEndpoint>> {
+        let probes = probes();
+        let script = probes
+            .iter()
+            .fold(Script::new(), |s, (_, cmd, _)| s.bash(cmd.clone()))
+            .text("Read-only probes done.")
+            // Whatever model the user's configuration names, the fake answers.
+            .models(ModelPolicy::Any);
+        let fake = FakeMessages::start(script).await?;
+        Ok(Box::new(ClaudeProbes { fake, probes }))
+    }
+}
+
+struct ClaudeProbes {
+    fake: FakeMessages,
+    probes: Vec<(ProbeKind, String, Option<String>)>,
+}
+
+impl ProbeEndpoint for ClaudeProbes {
+    fn endpoint(&self) -> ModelEndpoint {
+        ModelEndpoint {
+            base_url: self.fake.base_url(),
+            api_key: "agent-dispatch-check".to_owned(),
+        }
+    }
+
+    fn results(&self) -> Vec<ProbeResult> {
+        let outputs = self.fake.tool_results();
+        self.probes
+            .iter()
+            .enumerate()
+            .map(|(i, (kind, command, target))| ProbeResult {
+                kind: *kind,
+                command: command.clone(),
+                target: target.clone(),
+                output: outputs.get(i).map(|t| t.text.clone()),
+            })
+            .collect()
+    }
+
+    fn requests(&self) -> usize {
+        self.fake.message_requests().len()
+    }
+}

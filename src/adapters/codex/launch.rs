@@ -1,0 +1,470 @@
+//! The exact `codex exec` launch, and the configuration overrides the helper commands share.
+//!
+//! ```text
+//! codex exec --json --skip-git-repo-check -s read-only --ignore-user-config --ignore-rules
+//!   --disable hooks --disable plugins --disable unbounded_connection_retries
+//!   -C <cwd> [-c key=<TOML literal> ...] -- <prompt>          (stdin: /dev/null)
+//! codex exec ...same...                                       (prompt on stdin, then EOF)
+//! ```
+//!
+//! * `-s read-only`: Codex's own sandbox (bwrap + seccomp on Linux) enforces read-only.
+//! * `--ignore-user-config`: the user's MCP servers, hooks, approval and sandbox settings never
+//!   apply; their model, effort and provider are re-applied with `-c` (see [`super::config`]).
+//! * `--ignore-rules`, `--disable hooks`, `--disable plugins`: no execpolicy rules, hooks or
+//!   plugins from anywhere (project-local `.codex/` included).
+//! * `--disable unbounded_connection_retries`: an unreachable provider ends the run after
+//!   Codex's bounded retries instead of retrying forever.
+//! * A `--dangerously-bypass-*` flag never appears.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use toml::{Table, Value};
+
+use super::config::{self, UserDefaults};
+use crate::adapter::{self, Env, Launch, LaunchContext, ModelEndpoint};
+use crate::contract::{Failure, FailureKind};
+use crate::env::{EnvRule, allowlisted};
+
+/// Flags every `codex exec` launch carries, in order, before `-C`.
+pub const EXEC_FLAGS: &[&str] = &[
+    "exec",
+    "--json",
+    "--skip-git-repo-check",
+    "-s",
+    "read-only",
+    "--ignore-user-config",
+    "--ignore-rules",
+    // Nothing of a dispatch is persisted in the user's Codex session history.
+    "--ephemeral",
+    "--disable",
+    "hooks",
+    "--disable",
+    "plugins",
+    "--disable",
+    "unbounded_connection_retries",
+];
+
+/// Configuration every run carries: the agent's commands do not inherit variables whose names
+/// contain `KEY`, `SECRET` or `TOKEN` (codex's default excludes, which 0.171.0 leaves off), so a
+/// provider credential passed to codex is not readable by the commands the model runs.
+pub const EXEC_OVERRIDES: &[&str] = &["shell_environment_policy.ignore_default_excludes=false"];
+
+/// Feature switches the helper commands (`debug models`, `doctor`) get too, so that reading the
+/// catalogue never runs a hook or loads a plugin. (They cannot take `--ignore-user-config`.)
+pub const HELPER_FLAGS: &[&str] = &["--disable", "hooks", "--disable", "plugins"];
+
+/// Codex's own environment variables a run may need: where its home and state live, its API
+/// key or access token, its CA bundle, and the local (OSS) provider's address.
+pub const ENV_ALLOW: &[EnvRule] = &[
+    "CODEX_HOME",
+    "CODEX_API_KEY",
+    "CODEX_ACCESS_TOKEN",
+    "CODEX_CA_CERTIFICATE",
+    "CODEX_SQLITE_HOME",
+    "CODEX_OSS_BASE_URL",
+    "CODEX_OSS_PORT",
+];
+
+/// Provider id used for a loopback endpoint (tests and the self-check).
+pub const ENDPOINT_PROVIDER_ID: &str = "agent_dispatch_endpoint";
+/// Environment variable the loopback endpoint's throw-away key is passed in.
+pub const ENDPOINT_KEY_ENV: &str = "AGENT_DISPATCH_ENDPOINT_KEY";
+
+/// Codex 0.171.0 refuses a prompt longer than this many characters
+/// (`input_too_large`, "Input exceeds the maximum length of 1048576 characters").
+pub const MAX_PROMPT_CHARS: usize = 1 << 20;
+
+/// What a launch needs besides its argv head: the `-c` overrides and the child environment.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// `key=<literal>` strings, each passed after a `-c`.
+    pub overrides: Vec<String>,
+    pub env: Vec<(OsString, OsString)>,
+    pub defaults: UserDefaults,
+}
+
+impl Resolved {
+    /// `-c a -c b ...`
+    pub fn override_args(&self) -> Vec<OsString> {
+        self.overrides
+            .iter()
+            .flat_map(|o| [OsString::from("-c"), OsString::from(o)])
+            .collect()
+    }
+
+    /// The model the launch selects explicitly (request, else the user's default), if any.
+    pub fn selected_model<'a>(&'a self, requested: Option<&'a str>) -> Option<&'a str> {
+        requested.or(self.defaults.model.as_deref())
+    }
+}
+
+/// Read the user's defaults and work out the overrides and environment for a run.
+pub fn resolve(
+    parent_env: &Env,
+    model: Option<&str>,
+    effort: Option<&str>,
+    endpoint: Option<&ModelEndpoint>,
+) -> Result<Resolved, Failure> {
+    let defaults = config::load(parent_env)?;
+    Ok(resolve_with(defaults, parent_env, model, effort, endpoint))
+}
+
+/// [`resolve`] with the user's defaults already read.
+pub fn resolve_with(
+    defaults: UserDefaults,
+    parent_env: &Env,
+    model: Option<&str>,
+    effort: Option<&str>,
+    endpoint: Option<&ModelEndpoint>,
+) -> Resolved {
+    let s = |v: &str| Value::String(v.to_owned());
+    let mut overrides = Vec::new();
+    // A request's explicit model/effort wins over the user's default.
+    if let Some(m) = model.or(defaults.model.as_deref()) {
+        overrides.push(config::override_arg("model", &s(m)));
+    }
+    if let Some(e) = effort.or(defaults.effort.as_deref()) {
+        overrides.push(config::override_arg("model_reasoning_effort", &s(e)));
+    }
+    let mut extra: Vec<String> = Vec::new();
+    let mut endpoint_key = None;
+    match endpoint {
+        Some(ep) => {
+            // Swap in only the model endpoint and a throw-away credential.
+            let mut t = Table::new();
+            t.insert("name".into(), s("agent-dispatch loopback endpoint"));
+            t.insert("base_url".into(), s(&ep.base_url));
+            t.insert("env_key".into(), s(ENDPOINT_KEY_ENV));
+            t.insert("wire_api".into(), s("responses"));
+            overrides.push(config::override_arg(
+                "model_provider",
+                &s(ENDPOINT_PROVIDER_ID),
+            ));
+            overrides.push(config::override_arg(
+                &format!("model_providers.{ENDPOINT_PROVIDER_ID}"),
+                &Value::Table(t),
+            ));
+            endpoint_key = Some(ep.api_key.clone());
+        }
+        None => {
+            if let Some(url) = &defaults.openai_base_url {
+                overrides.push(config::override_arg("openai_base_url", &s(url)));
+            }
+            if let Some(p) = &defaults.provider {
+                overrides.push(config::override_arg("model_provider", &s(&p.id)));
+                if let Some(t) = &p.table {
+                    overrides.push(config::override_arg(
+                        &format!("model_providers.{}", p.id),
+                        &Value::Table(t.clone()),
+                    ));
+                }
+                extra = p.credential_env_vars();
+            }
+        }
+    }
+
+    let mut env = allowlisted(parent_env, ENV_ALLOW, &[ENDPOINT_KEY_ENV]);
+    // The provider's credential variables, exactly as named by the user's own config.
+    for name in &extra {
+        if let Some(v) = parent_env.get(std::ffi::OsStr::new(name))
+            && !env.iter().any(|(k, _)| k == name.as_str())
+        {
+            env.push((OsString::from(name), v.clone()));
+        }
+    }
+    if let Some(key) = endpoint_key {
+        env.push((OsString::from(ENDPOINT_KEY_ENV), OsString::from(key)));
+    }
+    env.sort();
+    Resolved {
+        overrides,
+        env,
+        defaults,
+    }
+}
+
+/// The full launch for one dispatch.
+pub fn build(ctx: &LaunchContext<'_>, resolved: &Resolved) -> Result<Launch, Failure> {
+    let chars = ctx.prompt.chars().count();
+    if chars > MAX_PROMPT_CHARS {
+        return Err(Failure::new(
+            FailureKind::InvalidRequest,
+            format!("the prompt has {chars} characters; codex accepts at most {MAX_PROMPT_CHARS}"),
+        ));
+    }
+    let mut args: Vec<OsString> = EXEC_FLAGS.iter().map(OsString::from).collect();
+    args.push("-C".into());
+    args.push(ctx.cwd.as_os_str().to_owned());
+    for o in EXEC_OVERRIDES {
+        args.push("-c".into());
+        args.push(o.into());
+    }
+    args.extend(resolved.override_args());
+    // After `--` as one argument, or (too long for argv) on stdin with no positional prompt,
+    // which codex reads to EOF ("If not provided as an argument ... read from stdin").
+    let (tail, stdin) = adapter::prompt_transport(ctx.prompt);
+    args.extend(tail);
+    Ok(Launch {
+        program: ctx.program.to_path_buf(),
+        args,
+        cwd: ctx.cwd.to_path_buf(),
+        env: resolved.env.clone(),
+        stdin,
+    })
+}
+
+/// A helper command (`debug models`, `doctor --json`) with the same overrides and environment.
+pub fn helper(program: &Path, cwd: &Path, head: &[&str], resolved: &Resolved) -> Launch {
+    let mut args: Vec<OsString> = head.iter().map(OsString::from).collect();
+    args.extend(HELPER_FLAGS.iter().map(OsString::from));
+    args.extend(resolved.override_args());
+    Launch {
+        program: program.to_path_buf(),
+        args,
+        cwd: cwd.to_path_buf(),
+        env: resolved.env.clone(),
+        stdin: adapter::StdinPlan::Null,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::StdinPlan;
+    use crate::contract::FailureKind;
+    use std::path::PathBuf;
+
+    use crate::env::from_pairs as env;
+
+    fn ctx<'a>(
+        prompt: &'a str,
+        parent_env: &'a Env,
+        endpoint: Option<&'a ModelEndpoint>,
+    ) -> LaunchContext<'a> {
+        LaunchContext {
+            program: Path::new("/usr/bin/codex"),
+            prompt,
+            model: None,
+            effort: None,
+            cwd: Path::new("/repo"),
+            parent_env,
+            endpoint,
+        }
+    }
+
+    fn args(l: &Launch) -> Vec<String> {
+        l.display_args()
+    }
+
+    fn empty_defaults() -> UserDefaults {
+        UserDefaults::default()
+    }
+
+    #[test]
+    fn exact_launch_line_with_prompt_after_double_dash() {
+        let e = env(&[("PATH", "/bin"), ("HOME", "/h")]);
+        let c = ctx("look at it", &e, None);
+        let r = resolve_with(empty_defaults(), &e, None, None, None);
+        let l = build(&c, &r).unwrap();
+        assert_eq!(
+            args(&l),
+            [
+                "exec",
+                "--json",
+                "--skip-git-repo-check",
+                "-s",
+                "read-only",
+                "--ignore-user-config",
+                "--ignore-rules",
+                "--ephemeral",
+                "--disable",
+                "hooks",
+                "--disable",
+                "plugins",
+                "--disable",
+                "unbounded_connection_retries",
+                "-C",
+                "/repo",
+                "-c",
+                "shell_environment_policy.ignore_default_excludes=false",
+                "--",
+                "look at it"
+            ]
+        );
+        assert_eq!(l.stdin, StdinPlan::Null);
+        assert_eq!(l.cwd, PathBuf::from("/repo"));
+        assert!(!args(&l).iter().any(|a| a.contains("dangerously")));
+    }
+
+    #[test]
+    fn long_prompt_goes_through_stdin_without_positional() {
+        let e = env(&[("PATH", "/bin")]);
+        let prompt = "p".repeat(adapter::MAX_PROMPT_ARG_BYTES + 1);
+        let c = ctx(&prompt, &e, None);
+        let r = resolve_with(empty_defaults(), &e, None, None, None);
+        let l = build(&c, &r).unwrap();
+        assert_eq!(l.stdin, StdinPlan::Bytes(prompt.clone().into_bytes()));
+        assert!(!args(&l).iter().any(|a| a == "--" || a.len() > 1000));
+        assert_eq!(
+            args(&l).last().unwrap(),
+            "shell_environment_policy.ignore_default_excludes=false"
+        );
+    }
+
+    #[test]
+    fn prompt_over_codex_limit_is_invalid_request() {
+        let e = env(&[]);
+        let prompt = "✓".repeat(MAX_PROMPT_CHARS + 1);
+        let c = ctx(&prompt, &e, None);
+        let r = resolve_with(empty_defaults(), &e, None, None, None);
+        assert_eq!(build(&c, &r).unwrap_err().kind, FailureKind::InvalidRequest);
+        // Exactly at the limit (3 bytes per char: 3 MiB) is fine.
+        let prompt = "✓".repeat(MAX_PROMPT_CHARS);
+        let c = ctx(&prompt, &e, None);
+        assert!(build(&c, &r).is_ok());
+    }
+
+    #[test]
+    fn request_wins_over_user_defaults_and_provider_is_reapplied() {
+        let e = env(&[
+            ("PATH", "/bin"),
+            ("CODEX_HOME", "/ch"),
+            ("CORP_KEY", "sk-corp"),
+            ("GITHUB_TOKEN", "ghp"),
+            ("OPENAI_API_KEY", "sk-openai"),
+        ]);
+        let mut t = Table::new();
+        t.insert("base_url".into(), Value::String("https://gw/v1".into()));
+        t.insert("env_key".into(), Value::String("CORP_KEY".into()));
+        let d = UserDefaults {
+            model: Some("gpt-5.5".into()),
+            effort: Some("low".into()),
+            provider: Some(config::Provider {
+                id: "corp".into(),
+                table: Some(t),
+            }),
+            ..Default::default()
+        };
+        let r = resolve_with(d, &e, Some("gpt-6-sol"), None, None);
+        assert_eq!(
+            r.overrides,
+            [
+                "model=\"gpt-6-sol\"",
+                "model_reasoning_effort=\"low\"",
+                "model_provider=\"corp\"",
+                "model_providers.corp={ base_url = \"https://gw/v1\", env_key = \"CORP_KEY\" }",
+            ]
+        );
+        let names: Vec<_> = r.env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
+        assert_eq!(names, ["CODEX_HOME", "CORP_KEY", "PATH"]);
+    }
+
+    #[test]
+    fn endpoint_swaps_only_provider_and_credential() {
+        let e = env(&[
+            ("PATH", "/bin"),
+            ("CODEX_HOME", "/ch"),
+            ("CORP_KEY", "sk-corp"),
+            (ENDPOINT_KEY_ENV, "from-parent"),
+        ]);
+        let d = UserDefaults {
+            model: Some("gpt-5.5".into()),
+            provider: Some(config::Provider {
+                id: "corp".into(),
+                table: None,
+            }),
+            ..Default::default()
+        };
+        let ep = ModelEndpoint {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            api_key: "sk-throwaway".into(),
+        };
+        let without = resolve_with(d.clone(), &e, None, Some("high"), None);
+        let with = resolve_with(d, &e, None, Some("high"), Some(&ep));
+        assert_eq!(with.overrides[..2], without.overrides[..2]);
+        assert_eq!(
+            with.overrides[2],
+            "model_provider=\"agent_dispatch_endpoint\""
+        );
+        assert!(with.overrides[3].starts_with("model_providers.agent_dispatch_endpoint={"));
+        assert!(with.overrides[3].contains("base_url = \"http://127.0.0.1:9/v1\""));
+        assert!(with.overrides[3].contains("wire_api = \"responses\""));
+        assert!(with.overrides[3].contains(&format!("env_key = \"{ENDPOINT_KEY_ENV}\"")));
+        let key: Vec<_> = with
+            .env
+            .iter()
+            .filter(|(k, _)| k == ENDPOINT_KEY_ENV)
+            .collect();
+        assert_eq!(key.len(), 1);
+        assert_eq!(key[0].1, "sk-throwaway");
+        assert!(!with.env.iter().any(|(k, _)| k == "CORP_KEY"));
+
+        let c = ctx("x", &e, Some(&ep));
+        let l1 = build(&c, &with).unwrap();
+        let l2 = build(&ctx("x", &e, None), &without).unwrap();
+        // Same flags and shape; only the -c provider values differ.
+        assert_eq!(args(&l1)[..17], args(&l2)[..17]);
+    }
+
+    #[test]
+    fn openai_gateway_url_is_reapplied_unless_an_endpoint_is_swapped_in() {
+        let e = env(&[("PATH", "/bin")]);
+        let d = UserDefaults {
+            openai_base_url: Some("https://gw.example/v1".into()),
+            ..Default::default()
+        };
+        let r = resolve_with(d.clone(), &e, None, None, None);
+        assert_eq!(r.overrides, ["openai_base_url=\"https://gw.example/v1\""]);
+        let ep = ModelEndpoint {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            api_key: "k".into(),
+        };
+        let r = resolve_with(d, &e, None, None, Some(&ep));
+        assert!(!r.overrides.iter().any(|o| o.starts_with("openai_base_url")));
+    }
+
+    #[test]
+    fn whole_parent_env_is_never_passed() {
+        let mut e = env(&[("PATH", "/bin"), ("HOME", "/h")]);
+        for i in 0..50 {
+            e.insert(format!("SECRET_{i}").into(), "x".into());
+        }
+        e.insert("CODEX_SANDBOX".into(), "seccomp".into());
+        e.insert("CODEX_THREAD_ID".into(), "t".into());
+        let r = resolve_with(empty_defaults(), &e, None, None, None);
+        let names: Vec<_> = r.env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
+        assert_eq!(names, ["HOME", "PATH"]);
+    }
+
+    #[test]
+    fn helper_commands_share_overrides_and_env() {
+        let e = env(&[("PATH", "/bin")]);
+        let d = UserDefaults {
+            model: Some("gpt-5.5".into()),
+            ..Default::default()
+        };
+        let r = resolve_with(d, &e, None, None, None);
+        let l = helper(
+            Path::new("/usr/bin/codex"),
+            Path::new("/repo"),
+            &["doctor", "--json"],
+            &r,
+        );
+        assert_eq!(
+            args(&l),
+            [
+                "doctor",
+                "--json",
+                "--disable",
+                "hooks",
+                "--disable",
+                "plugins",
+                "-c",
+                "model=\"gpt-5.5\""
+            ]
+        );
+        assert_eq!(l.env, r.env);
+        assert_eq!(l.stdin, StdinPlan::Null);
+    }
+}

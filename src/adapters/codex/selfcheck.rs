@@ -1,0 +1,140 @@
+//! Codex's half of `agent-dispatch check`: a fake Responses endpoint
+//! ([`crate::selftest::fake_responses`]) whose model asks codex to write three ways — a shell
+//! redirection, its own `apply_patch` tool, a child interpreter — and then to read the scratch
+//! repository's uncommitted change with `git diff`. The tool results codex sends back to the
+//! model are the evidence the check judges.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+
+use crate::adapter::{ModelEndpoint, ProbeEndpoint, ProbeKind, ProbeResult, SelfCheck};
+use crate::selftest::fake_responses::{FakeResponses, Script, Step};
+
+/// Files the write probes try to create, relative to the scratch repository.
+pub const SHELL_TARGET: &str = "agent-dispatch-probe-shell.txt";
+pub const PATCH_TARGET: &str = "agent-dispatch-probe-patch.txt";
+pub const INTERPRETER_TARGET: &str = "agent-dispatch-probe-interpreter.txt";
+
+/// The final answer of the scripted model.
+pub const CHECK_DONE: &str = "agent-dispatch read-only check: probes done";
+
+/// One scripted probe: what it is, how it is shown, the model's step.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub kind: ProbeKind,
+    pub command: String,
+    pub target: Option<&'static str>,
+    pub step: Step,
+}
+
+/// The probes, in the order the fake model asks for them.
+pub fn probes() -> Vec<Probe> {
+    let shell = format!("printf x > {SHELL_TARGET}");
+    // Whichever interpreter exists: python3, else node (which codex's npm package needs).
+    let interp = format!(
+        "python3 -c \"open('{INTERPRETER_TARGET}','w').write('x')\" || \
+         node -e \"require('fs').writeFileSync('{INTERPRETER_TARGET}','x')\""
+    );
+    vec![
+        Probe {
+            kind: ProbeKind::ShellWrite,
+            command: shell.clone(),
+            target: Some(SHELL_TARGET),
+            step: Step::shell(shell),
+        },
+        Probe {
+            kind: ProbeKind::FileToolWrite,
+            command: format!("apply_patch: add {PATCH_TARGET}"),
+            target: Some(PATCH_TARGET),
+            step: Step::add_file(PATCH_TARGET, "x"),
+        },
+        Probe {
+            kind: ProbeKind::InterpreterWrite,
+            command: interp.clone(),
+            target: Some(INTERPRETER_TARGET),
+            step: Step::shell(interp),
+        },
+        Probe {
+            kind: ProbeKind::Read,
+            command: "git diff".into(),
+            target: None,
+            step: Step::shell("git diff"),
+        },
+    ]
+}
+
+/// The whole scripted turn: the probes, then a final answer.
+pub fn script() -> Script {
+    let mut steps: Vec<Step> = probes().into_iter().map(|p| p.step).collect();
+    steps.push(Step::message(CHECK_DONE));
+    Script::new(steps)
+}
+
+pub struct CodexSelfCheck;
+
+#[async_trait]
+impl SelfCheck for CodexSelfCheck {
+    async fn start_probe_endpoint(&self, _cwd: &Path) -> std::io::Result<Box<dyn ProbeEndpoint>> {
+        let fake = FakeResponses::start(script()).await?;
+        Ok(Box::new(CodexProbes {
+            fake,
+            probes: probes(),
+        }))
+    }
+}
+
+struct CodexProbes {
+    fake: FakeResponses,
+    probes: Vec<Probe>,
+}
+
+impl ProbeEndpoint for CodexProbes {
+    fn endpoint(&self) -> ModelEndpoint {
+        self.fake.endpoint()
+    }
+
+    fn results(&self) -> Vec<ProbeResult> {
+        let outputs = self.fake.tool_outputs();
+        self.probes
+            .iter()
+            .enumerate()
+            .map(|(step, p)| ProbeResult {
+                kind: p.kind,
+                command: p.command.clone(),
+                target: p.target.map(str::to_owned),
+                output: outputs
+                    .iter()
+                    .find(|o| o.call_id == crate::selftest::fake_responses::call_id(step))
+                    .map(|o| o.output.clone()),
+            })
+            .collect()
+    }
+
+    fn requests(&self) -> usize {
+        self.fake.model_requests().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn script_covers_every_probe_kind_then_answers() {
+        let s = script();
+        assert_eq!(s.steps.len(), probes().len() + 1);
+        let kinds: Vec<ProbeKind> = probes().iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                ProbeKind::ShellWrite,
+                ProbeKind::FileToolWrite,
+                ProbeKind::InterpreterWrite,
+                ProbeKind::Read
+            ]
+        );
+        assert!(matches!(&s.steps[1], Step::ApplyPatch { patch } if patch.contains(PATCH_TARGET)));
+        assert_eq!(s.steps.last(), Some(&Step::message(CHECK_DONE)));
+    }
+}

@@ -1,0 +1,61 @@
+//! `agent-dispatch check [AGENT...]`: run the offline read-only self-check now and record passes.
+
+use std::process::ExitCode;
+
+use agent_dispatch::adapter;
+use agent_dispatch::env;
+use agent_dispatch::selftest::check;
+use agent_dispatch::supervise::{Supervisor, unix};
+use anyhow::anyhow;
+use tokio_util::sync::CancellationToken;
+
+pub async fn check(agents: &[String], json: bool) -> anyhow::Result<ExitCode> {
+    unix::become_subreaper();
+    let selected: Vec<&'static dyn adapter::Adapter> = if agents.is_empty() {
+        adapter::registry().to_vec()
+    } else {
+        agents
+            .iter()
+            .map(|id| {
+                adapter::find(id).ok_or_else(|| {
+                    let known: Vec<_> = adapter::registry().iter().map(|a| a.id()).collect();
+                    anyhow!(
+                        "unknown agent {id:?}; supported agents: {}",
+                        known.join(", ")
+                    )
+                })
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+    let parent = env::current();
+    let supervisor = Supervisor::new();
+    let cancel = CancellationToken::new();
+    let watcher = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            cancel.cancel();
+        })
+    };
+    let mut reports = Vec::new();
+    for a in selected {
+        if !json {
+            eprintln!("checking {} …", a.display_name());
+        }
+        let report = check::check_and_record(a, &parent, &supervisor, cancel.clone()).await;
+        if !json {
+            println!("{report}");
+        }
+        reports.push(report);
+    }
+    watcher.abort();
+    supervisor.shutdown().await;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    }
+    Ok(if reports.iter().all(|r| r.passed) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

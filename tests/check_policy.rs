@@ -1,0 +1,426 @@
+//! `agent-dispatch check` and the dispatch policy, with the real pinned CLIs: a pass is recorded
+//! and reused; a CLI upgrade or a weakened launch configuration invalidates it; a machine where
+//! the sandbox cannot work fails the check with the right reason, and the dispatch is refused
+//! with nothing started.
+
+#[path = "codex_support/mod.rs"]
+mod codex_support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use agent_dispatch::adapter::{
+    self, Adapter, Capabilities, Env, Launch, LaunchContext, ModelInfo, SelfCheck, StreamParser,
+};
+use agent_dispatch::contract::{Failure, FailureKind, StreamEvent};
+use agent_dispatch::request::ValidRequest;
+use agent_dispatch::runner::{CheckPolicy, RunOptions, dispatch_valid};
+use agent_dispatch::selftest::check::{self, Verdict};
+use agent_dispatch::selftest::fake_responses::{FakeResponses, Script, Step};
+use agent_dispatch::supervise::Supervisor;
+use async_trait::async_trait;
+use codex_support::World;
+use tokio_util::sync::CancellationToken;
+
+fn codex() -> &'static dyn Adapter {
+    adapter::find("codex").unwrap()
+}
+
+/// The Codex adapter with its launch deliberately weakened (`-s workspace-write`): a stand-in
+/// for a bad build or a setting that re-enables writes. Test code only.
+struct Weakened;
+static WEAKENED: Weakened = Weakened;
+
+#[async_trait]
+impl Adapter for Weakened {
+    fn id(&self) -> &'static str {
+        "codex"
+    }
+    fn display_name(&self) -> &'static str {
+        "Codex (weakened)"
+    }
+    fn program(&self) -> &'static str {
+        codex().program()
+    }
+    fn install_hint(&self) -> &'static str {
+        codex().install_hint()
+    }
+    fn capabilities(&self) -> Capabilities {
+        codex().capabilities()
+    }
+    fn launch(&self, ctx: &LaunchContext<'_>) -> Result<Launch, Failure> {
+        let mut l = codex().launch(ctx)?;
+        for a in l.args.iter_mut() {
+            if a == "read-only" {
+                *a = "workspace-write".into();
+            }
+        }
+        Ok(l)
+    }
+    fn parser(&self) -> Box<dyn StreamParser> {
+        codex().parser()
+    }
+    async fn discover_models(
+        &self,
+        program: &Path,
+        env: &Env,
+        sup: &Supervisor,
+    ) -> Option<Result<Vec<ModelInfo>, Failure>> {
+        codex().discover_models(program, env, sup).await
+    }
+    fn self_check(&self) -> Option<&dyn SelfCheck> {
+        codex().self_check()
+    }
+}
+
+fn with_records(w: &World, mut env: Env) -> Env {
+    env.insert(
+        "AGENT_DISPATCH_CACHE_DIR".into(),
+        w.dir.path().join("records").into(),
+    );
+    env
+}
+
+fn records(w: &World) -> usize {
+    std::fs::read_dir(w.dir.path().join("records/checks"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+async fn enforced(
+    adapter: &'static dyn Adapter,
+    w: &World,
+    env: Env,
+    fake: &FakeResponses,
+) -> (agent_dispatch::contract::DispatchResult, Vec<String>) {
+    let req = ValidRequest {
+        adapter,
+        task: "Inspect the repository.".into(),
+        scope: None,
+        model: None,
+        effort: None,
+        cwd: w.repo_path(),
+    };
+    let opts = RunOptions {
+        parent_env: env,
+        endpoint: Some(fake.endpoint()),
+        check: CheckPolicy::Enforce,
+    };
+    let mut notices = Vec::new();
+    let mut sink = |e: StreamEvent| {
+        if let StreamEvent::Notice { message, .. } = e {
+            notices.push(message)
+        }
+    };
+    let r = dispatch_valid(
+        &req,
+        &opts,
+        &Supervisor::new(),
+        CancellationToken::new(),
+        &mut sink,
+    )
+    .await;
+    (r, notices)
+}
+
+fn ran_check(notices: &[String]) -> bool {
+    notices
+        .iter()
+        .any(|n| n.contains("running the offline read-only check"))
+}
+
+#[tokio::test]
+async fn a_weakened_launch_fails_the_check_and_the_dispatch_is_refused() {
+    let w = World::new("weakened");
+    let env = with_records(&w, w.env());
+    let report = check::run_check(
+        &WEAKENED,
+        &env,
+        &Supervisor::new(),
+        CancellationToken::new(),
+    )
+    .await;
+    assert!(!report.passed, "{report}");
+    assert!(report.launch_args.iter().any(|a| a == "workspace-write"));
+    assert!(
+        report.probes.iter().any(|p| p.verdict == Verdict::Written),
+        "{report}"
+    );
+    assert!(
+        report.fixes.iter().any(|f| f.contains("re-enables writes")),
+        "{report}"
+    );
+
+    // A pass on record for the real configuration does not cover the weakened one.
+    let fake = FakeResponses::start(Script::new(vec![Step::message("should not run")]))
+        .await
+        .unwrap();
+    let (ok, _) = enforced(codex(), &w, env.clone(), &fake).await;
+    assert!(ok.ok, "{:?}", ok.failure);
+    let served = fake.model_requests().len();
+    let (refused, notices) = enforced(&WEAKENED, &w, env, &fake).await;
+    assert!(
+        ran_check(&notices),
+        "the changed configuration is checked anew"
+    );
+    let f = refused.failure.expect("refused");
+    assert_eq!(f.kind, FailureKind::ReadOnlyUnavailable);
+    assert!(
+        f.message.contains("failed the read-only check"),
+        "{}",
+        f.message
+    );
+    assert_eq!(
+        fake.model_requests().len(),
+        served,
+        "nothing was dispatched"
+    );
+    assert_eq!(
+        records(&w),
+        1,
+        "only the real configuration's pass is on record"
+    );
+}
+
+fn wrapper(dir: &Path, version: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("codex");
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version}'; exit 0; fi\nexec '{}' \"$@\"\n",
+        codex_support::codex().display()
+    );
+    // Replace, never edit in place: an upgrade installs a new file.
+    let tmp = dir.join(".codex.new");
+    std::fs::write(&tmp, script).unwrap();
+    Command::new("chmod").arg("+x").arg(&tmp).status().unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn the_record_is_reused_and_a_cli_upgrade_invalidates_it() {
+    let w = World::new("upgrade");
+    let bin = w.dir.path().join("wrapped-bin");
+    wrapper(&bin, "codex-cli 0.171.0+wrapped.1");
+    let mut env = with_records(&w, w.env());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        env["PATH".as_ref() as &std::ffi::OsStr].to_string_lossy()
+    );
+    env.insert("PATH".into(), path.into());
+    let fake = FakeResponses::start(Script::new(vec![Step::message("done")]))
+        .await
+        .unwrap();
+
+    let (first, n1) = enforced(codex(), &w, env.clone(), &fake).await;
+    assert!(first.ok, "{:?}", first.failure);
+    assert!(ran_check(&n1), "{n1:?}");
+    let (second, n2) = enforced(codex(), &w, env.clone(), &fake).await;
+    assert!(second.ok);
+    assert!(!ran_check(&n2), "the record is reused: {n2:?}");
+    assert_eq!(records(&w), 1);
+
+    wrapper(&bin, "codex-cli 0.171.1+wrapped.2");
+    let (third, n3) = enforced(codex(), &w, env.clone(), &fake).await;
+    assert!(third.ok, "{:?}", third.failure);
+    assert!(ran_check(&n3), "an upgraded CLI is checked again: {n3:?}");
+    assert_eq!(records(&w), 2);
+
+    // A corrupt record is no record: the check runs again and rewrites it atomically.
+    for e in std::fs::read_dir(w.dir.path().join("records/checks")).unwrap() {
+        std::fs::write(e.unwrap().path(), b"{ truncated").unwrap();
+    }
+    let (fourth, n4) = enforced(codex(), &w, env, &fake).await;
+    assert!(fourth.ok);
+    assert!(ran_check(&n4), "{n4:?}");
+}
+
+#[tokio::test]
+async fn codex_home_under_the_temp_dir_refuses_the_dispatch() {
+    let w = World::new("tmphome-policy");
+    let tmp = w.dir.path().join("tmp");
+    let home = tmp.join("codex");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut env = with_records(&w, w.env());
+    env.insert("TMPDIR".into(), tmp.into());
+    env.insert("CODEX_HOME".into(), home.into());
+    let fake = FakeResponses::start(Script::new(vec![Step::message("must not run")]))
+        .await
+        .unwrap();
+    let (r, _) = enforced(codex(), &w, env, &fake).await;
+    let f = r.failure.expect("refused");
+    assert_eq!(f.kind, FailureKind::ReadOnlyUnavailable);
+    assert!(f.message.contains("CODEX_HOME"), "{}", f.message);
+    assert_eq!(fake.model_requests().len(), 0, "no dispatch was started");
+    assert_eq!(records(&w), 0, "a failure is not recorded");
+}
+
+#[test]
+fn the_check_command_reports_cli_flags_and_evidence() {
+    let w = World::new("check-cli");
+    let out = Command::new(env!("CARGO_BIN_EXE_agent-dispatch"))
+        .args(["check", "codex", "--json"])
+        .env_clear()
+        .envs(with_records(&w, w.env()))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v[0];
+    assert_eq!(r["agent"], "codex");
+    assert_eq!(r["passed"], true);
+    assert_eq!(r["version"], codex_support::codex_version());
+    assert!(r["program"].as_str().unwrap().contains(".tools"));
+    let args: Vec<&str> = r["launchArgs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        args.windows(2).any(|p| p == ["-s", "read-only"]),
+        "{args:?}"
+    );
+    let kinds: Vec<&str> = r["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "shell-write",
+            "file-tool-write",
+            "interpreter-write",
+            "read"
+        ]
+    );
+    for p in r["probes"].as_array().unwrap() {
+        assert!(p["evidence"].is_string(), "{p}");
+    }
+    assert_eq!(r["treeIdentical"], true);
+    assert_eq!(records(&w), 1, "the pass was recorded");
+
+    // The same as a report a person reads.
+    let out = Command::new(env!("CARGO_BIN_EXE_agent-dispatch"))
+        .args(["check", "codex"])
+        .env_clear()
+        .envs(with_records(&w, w.env()))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("PASS  codex read-only check"), "{text}");
+    assert!(text.contains("Read-only file system"), "{text}");
+    assert!(text.contains("byte-identical"), "{text}");
+}
+
+#[path = "claude_common/mod.rs"]
+#[allow(unused_imports)]
+mod claude_common;
+
+#[tokio::test]
+async fn without_bubblewrap_claude_fails_the_check_and_the_dispatch_is_refused() {
+    let w = World::new("no-bwrap");
+    let farm = w.dir.path().join("path-farm");
+    std::fs::create_dir_all(&farm).unwrap();
+    claude_common::path_without(&farm, &["bwrap"]);
+    let mut env = with_records(&w, w.env());
+    env.insert(
+        "PATH".into(),
+        format!("{}:{}", codex_support::bin_dir().display(), farm.display()).into(),
+    );
+    env.insert("CLAUDE_CONFIG_DIR".into(), w.home().join(".claude").into());
+    let claude = adapter::find("claude").unwrap();
+
+    let report = check::run_check(claude, &env, &Supervisor::new(), CancellationToken::new()).await;
+    assert!(!report.passed, "{report}");
+    assert!(report.reason().contains("bubblewrap"), "{report}");
+    assert!(
+        report
+            .fixes
+            .iter()
+            .any(|f| f.contains("apt-get install bubblewrap socat")),
+        "{report}"
+    );
+
+    let fake = agent_dispatch::selftest::fake_messages::FakeMessages::start(
+        agent_dispatch::selftest::fake_messages::Script::new().text("must not run"),
+    )
+    .await
+    .unwrap();
+    let req = ValidRequest {
+        adapter: claude,
+        task: "Inspect the repository.".into(),
+        scope: None,
+        model: None,
+        effort: None,
+        cwd: w.repo_path(),
+    };
+    let opts = RunOptions {
+        parent_env: env,
+        endpoint: Some(agent_dispatch::adapter::ModelEndpoint {
+            base_url: fake.base_url(),
+            api_key: "throwaway".into(),
+        }),
+        check: CheckPolicy::Enforce,
+    };
+    let r = dispatch_valid(
+        &req,
+        &opts,
+        &Supervisor::new(),
+        CancellationToken::new(),
+        &mut |_| {},
+    )
+    .await;
+    let f = r.failure.expect("refused");
+    assert_eq!(f.kind, FailureKind::ReadOnlyUnavailable);
+    assert!(
+        f.message.contains("apt-get install bubblewrap socat"),
+        "{}",
+        f.message
+    );
+    assert!(r.exit.is_none(), "nothing was started");
+    assert!(fake.log().all().is_empty(), "no model request");
+    assert_eq!(records(&w), 0);
+}
+
+#[test]
+fn check_passes_for_both_pinned_clis_on_this_machine() {
+    let w = World::new("check-all");
+    let mut env = with_records(&w, w.env());
+    env.insert("CLAUDE_CONFIG_DIR".into(), w.home().join(".claude").into());
+    let out = Command::new(env!("CARGO_BIN_EXE_agent-dispatch"))
+        .args(["check", "--json"])
+        .env_clear()
+        .envs(env)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    let agents: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["agent"].as_str().unwrap())
+        .collect();
+    assert_eq!(agents, ["codex", "claude"]);
+    for r in v.as_array().unwrap() {
+        assert_eq!(r["passed"], true, "{r:#}");
+        assert_eq!(r["treeIdentical"], true);
+        let denied = r["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["verdict"] == "denied")
+            .count();
+        assert!(denied >= 2, "{r:#}");
+    }
+    assert_eq!(records(&w), 2);
+}
