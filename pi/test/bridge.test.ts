@@ -16,6 +16,7 @@ import {
 	type Outcome,
 	ProcessRegistry,
 	type Progress,
+	type RunningDispatch,
 	startDispatch,
 } from "../bridge.ts";
 import { toPiUsage } from "../protocol.ts";
@@ -157,6 +158,40 @@ describe("bridge against the real binary", { concurrency: true }, () => {
 		assert.equal(o.pid, null);
 		assert.equal(o.result.failure?.kind, "cancelled");
 		assert.equal(existsSync(log), false, "the fake CLI never ran");
+	});
+
+	test("cancel during startup (right after spawn, and at the started line) leaves nothing behind", async (t) => {
+		const { dir, env, log, reg } = setup(t, "startup-cancel");
+		const outcomes: Outcome[] = [];
+		for (let i = 0; i < 4; i++) {
+			// Immediately: the binary may not have its signal handlers yet.
+			const early = startDispatch(BIN, { agent: FAKE_AGENT, task: "SCENARIO:sleep", cwd: dir }, { env, registry: reg });
+			outcomes.push(await early.cancel());
+			// At the started line: validation done, the CLI about to be spawned.
+			let run: RunningDispatch | undefined = undefined;
+			run = startDispatch(BIN, { agent: FAKE_AGENT, task: "SCENARIO:sleep", cwd: dir }, {
+				env,
+				registry: reg,
+				onProgress: (p) => {
+					if (p.started) void run?.cancel();
+				},
+			});
+			outcomes.push(await run.done);
+		}
+		for (const o of outcomes) {
+			assert.equal(o.result.ok, false);
+			assert.equal(o.result.failure?.kind, "cancelled", JSON.stringify(o.result));
+		}
+		const runs = readFakeLog(log).filter((r) => r.argv.includes("--"));
+		await pollUntil(
+			() =>
+				runs.every((r) => !alive(r.pid) && groupMembers(r.pgid).length === 0) &&
+				outcomes.every((o) => o.pid === null || !alive(o.pid)),
+			5000,
+			"every process of the cancelled dispatches to be gone",
+		);
+		assert.equal(reg.size, 0);
+		console.log(`# startup cancel: ${outcomes.length} dispatches, ${runs.length} reached the CLI, ${outcomes.filter((o) => o.synthesized).length} without a result line`);
 	});
 
 	test("a CLI that ignores SIGTERM is still cleaned up (the binary escalates)", async (t) => {

@@ -40,7 +40,9 @@ export function scratch(name: string): string {
  */
 export function fakeCliDir(log: string): string {
 	const dir = scratch("fake-cli");
-	for (const name of readdirSync(FAKE_CLI_DIR)) {
+	for (const entry of readdirSync(FAKE_CLI_DIR, { withFileTypes: true })) {
+		if (!entry.isFile()) continue;
+		const name = entry.name;
 		const target = join(FAKE_CLI_DIR, name);
 		const wrapper = join(dir, name);
 		writeFileSync(wrapper, `#!/bin/sh\nFAKE_CLI_LOG='${log}' exec '${target}' "$@"\n`);
