@@ -207,7 +207,7 @@ describe("bridge against the real binary", { concurrency: true }, () => {
 		console.log(`# SIGTERM-ignoring CLI cleaned up in ${ms}ms`);
 	});
 
-	test("lifeline: when the process holding the dispatch is SIGKILLed, the dispatch ends anyway", async (t) => {
+	test("the process holding the dispatch is SIGKILLed: the binary notices (lifeline EOF, parent-death signal) and cleans up", async (t) => {
 		const { dir, env, log } = setup(t, "lifeline");
 		const holder = spawn(
 			NODE,

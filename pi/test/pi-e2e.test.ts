@@ -137,6 +137,49 @@ describe("pi --mode json", { concurrency: true }, () => {
 		}
 	});
 
+	test("the tool_result handler alone marks a failure as an error (D11)", async () => {
+		const srv = await startFakeOpenAI([{ toolCalls: [dispatchCall({ task: "SCENARIO:error-envelope" })] }, { text: "ok" }]);
+		try {
+			const sess = scratch("json-handler-sessions");
+			const clear = join(REPO, "pi/test/support/clear-error-flag.ts");
+			const run = await runPiJson({
+				home: makePiHome(srv.baseUrl),
+				cwd: scratch("json-handler-cwd"),
+				args: ["-e", clear, "-e", REPO, "--session-dir", sess],
+				prompt: "Ask.",
+			});
+			assert.equal(run.code, 0, run.stderr);
+			const [r] = toolResults(readSession(sess));
+			assert.equal(r.details.failure.kind, "error-envelope");
+			assert.equal(r.isError, true, "set again by the package's handler after the test extension cleared it");
+		} finally {
+			await srv.close();
+		}
+	});
+
+	test("an event flood reaches Pi as at most ~10 updates per second", async () => {
+		const srv = await startFakeOpenAI([{ toolCalls: [dispatchCall({ task: "SCENARIO:stream-mb-24" })] }, { text: "ok" }]);
+		try {
+			const sess = scratch("json-flood-sessions");
+			const run = await runPiJson({
+				home: makePiHome(srv.baseUrl),
+				cwd: scratch("json-flood-cwd"),
+				args: ["-e", REPO, "--session-dir", sess],
+				prompt: "Ask.",
+			});
+			assert.equal(run.code, 0, run.stderr);
+			const [r] = toolResults(readSession(sess));
+			assert.equal(r.isError, false);
+			const updates = run.events.filter((e) => e.type === "tool_execution_update").length;
+			const ms = r.durationMs as number;
+			assert.ok(r.details.eventCount > 10_000, `${r.details.eventCount} events`);
+			assert.ok(updates <= Math.ceil(ms / 100) + 2, `${updates} updates in ${ms}ms`);
+			console.log(`# Pi flood: ${r.details.eventCount} events in ${ms}ms → ${updates} tool_execution_update events`);
+		} finally {
+			await srv.close();
+		}
+	});
+
 	test("without the binary the tool still loads and says exactly how to install it", async () => {
 		// A copy of the package with no build next to it, and no binary on PATH.
 		const pkg = scratch("pkg-copy");
@@ -214,6 +257,27 @@ describe("pi --mode rpc", { concurrency: true }, () => {
 			const lastAssistant = entries.filter((e) => e.message?.role === "assistant").at(-1);
 			assert.equal(lastAssistant?.message.stopReason, "aborted");
 			console.log(`# rpc abort → settled in ${abortMs}ms`);
+		} finally {
+			await rpc.close();
+		}
+	});
+
+	test("Pi SIGKILLed mid-dispatch: the binary notices (lifeline EOF, parent-death signal) and cleans up", async () => {
+		const sess = scratch("rpc-kill-sessions");
+		const log = join(scratch("rpc-kill-log"), "fake.jsonl");
+		const rpc = new PiRpc({ home: makePiHome(srv.baseUrl), cwd: scratch("rpc-kill-cwd"), args: ["-e", REPO, "--session-dir", sess], log });
+		try {
+			await rpc.command({ type: "prompt", message: "SLEEP: ask and wait." });
+			await rpc.waitFor(
+				(e) => e.type === "tool_execution_update" && (e as any).partialResult.details.activity.some((a: any) => a.kind === "command"),
+				30_000,
+				"the dispatch's command to start",
+			);
+			const [fake] = agentRuns(log);
+			assert.ok(fake && alive(fake.pid));
+			const dispatcher = parentOf(fake.pid);
+			rpc.child.kill("SIGKILL"); // no extension code runs
+			await assertNothingSurvives([fake.pid, dispatcher], [fake.pgid]);
 		} finally {
 			await rpc.close();
 		}
