@@ -399,18 +399,21 @@ export class RunningDispatch implements Cancellable {
 		// The lifeline: open, never written. Errors on it (EPIPE after the binary exits) are expected.
 		child.stdin?.on("error", () => {});
 
-		const decoder = new StringDecoder("utf8");
+		const decoder = new StringDecoder("utf8"); // a UTF-8 sequence split across chunks stays whole
 		let buf = "";
 		child.stdout?.on("data", (chunk: Buffer) => {
+			const scanFrom = buf.length; // the old part holds no newline: never rescan it
 			buf += decoder.write(chunk);
-			let i: number;
-			while ((i = buf.indexOf("\n")) >= 0) {
-				const line = buf.slice(0, i);
-				buf = buf.slice(i + 1);
-				this.onLine(line);
+			let start = 0;
+			let i = buf.indexOf("\n", scanFrom);
+			while (i >= 0) {
+				this.onLine(buf.slice(start, i));
+				start = i + 1;
+				i = buf.indexOf("\n", start);
 			}
+			buf = start > 0 ? buf.slice(start) : buf;
 			if (buf.length > STDOUT_LINE_MAX) {
-				this.protocolErrors.push(`a protocol line exceeded ${STDOUT_LINE_MAX} bytes`);
+				this.protocolErrors.push(`a protocol line exceeded ${STDOUT_LINE_MAX} characters`);
 				buf = "";
 			}
 		});
@@ -704,7 +707,7 @@ export function runCaptured(
 
 /** `agent-dispatch agents --json`. */
 export async function listAgents(bin: string, opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<AgentInfo[]> {
-	const r = await runCaptured(bin, ["agents", "--json"], { timeoutMs: opts.timeoutMs ?? 60_000, env: opts.env });
+	const r = await runCaptured(bin, ["agents", "--json"], { timeoutMs: opts.timeoutMs ?? 30_000, env: opts.env });
 	if (r.timedOut) throw new Error(`${bin} agents --json timed out`);
 	if (r.code !== 0) throw new Error(`${bin} agents --json failed (${r.code ?? r.signal}): ${r.stderr.trim()}`);
 	const parsed = JSON.parse(r.stdout) as AgentInfo[];

@@ -122,7 +122,7 @@ export function finalDetails(params: DispatchParams, o: Outcome): DispatchDetail
 /** The live text Pi shows (and keeps) for a partial result. */
 export function progressText(d: DispatchDetails): string {
 	const last = d.activity.at(-1);
-	return last ? `${d.agent} running: ${last.text.split("\n")[0]}` : `${d.agent} starting…`;
+	return last ? `${d.agent} running: ${preview(last.text.split("\n")[0] ?? "", 200)}` : `${d.agent} starting…`;
 }
 
 /** The text the calling model receives: the full answer, or a diagnosis of the failure. */

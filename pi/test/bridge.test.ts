@@ -315,6 +315,36 @@ describe("failures only the bridge can report", () => {
 		assert.match(o.result.failure!.message, /ENOENT/);
 	});
 
+	test("lines split at every byte (multi-byte UTF-8 too) and a last line without a newline still parse", async () => {
+		const text = "héllo ✓ 日本語 🎉";
+		const result = {
+			type: "result",
+			protocol: 1,
+			ok: true,
+			text,
+			usage: null,
+			identity: JSON.parse(STARTED).identity,
+			sessionId: null,
+			failure: null,
+			exit: { code: 0 },
+			stderrTail: "",
+			durationMs: 1,
+			checkBypassed: false,
+		};
+		const payload = `${STARTED}\n${JSON.stringify({ type: "event", protocol: 1, event: { type: "text", text } })}\n${JSON.stringify(result)}`;
+		const dir = scratch("byte-split");
+		writeFileSync(join(dir, "payload"), payload);
+		const bin = fakeBinary(
+			"byte-split",
+			`exec python3 -c 'import sys,time\nfor b in open(sys.argv[1],"rb").read():\n  sys.stdout.buffer.write(bytes([b])); sys.stdout.buffer.flush()' ${join(dir, "payload")}`,
+		);
+		const o = await startDispatch(bin, { agent: "x", task: "t", cwd: "/" }, { registry: new ProcessRegistry() }).done;
+		assert.deepEqual(o.protocolErrors, []);
+		assert.equal(o.synthesized, false);
+		assert.equal(o.result.text, text);
+		assert.equal(o.activity[0]?.text, text);
+	});
+
 	test("a binary that dies without a result line", async (t) => {
 		const bin = fakeBinary(
 			"crash",
