@@ -208,8 +208,9 @@ fn vm_hwm(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
-fn live_tagged(tag: &str) -> usize {
-    let needle = format!("FAKE_RUN_TAG={tag}");
+/// Live processes whose working directory is `dir`: the run's CLI and all its descendants
+/// (they inherit the cwd the dispatcher gives the CLI).
+fn live_in(dir: &Path) -> usize {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
@@ -217,10 +218,10 @@ fn live_tagged(tag: &str) -> usize {
             let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
                 return false;
             };
-            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok();
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let zombie = stat.rfind(')').and_then(|i| stat.get(i + 2..i + 3)) == Some("Z");
-            !zombie && env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes())
+            !zombie && cwd.as_deref() == Some(dir)
         })
         .count()
 }
@@ -257,6 +258,11 @@ fn cancel_latency(scenario: &str, i: usize) -> Duration {
             break;
         }
     }
+    assert!(
+        live_in(&dir) >= 2,
+        "the CLI and its child run in {}",
+        dir.display()
+    );
     let t = Instant::now();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
@@ -274,12 +280,13 @@ fn cancel_latency(scenario: &str, i: usize) -> Duration {
         }
     }
     child.wait().unwrap();
-    while live_tagged(&tag) > 0 {
+    while live_in(&dir) > 0 {
         assert!(t.elapsed() < Duration::from_secs(5), "processes survive");
         std::thread::sleep(Duration::from_millis(1));
     }
     let took = t.elapsed();
     assert!(result.contains(r#""kind":"cancelled""#), "{result}");
+    let _ = std::fs::remove_dir(&dir);
     took
 }
 

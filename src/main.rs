@@ -19,7 +19,12 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(1);
         }
     };
-    match runtime.block_on(cli::execute(args)) {
+    let outcome = runtime.block_on(cli::execute(args));
+    // Do not wait for blocking reads that never end: the lifeline's read of stdin parks a
+    // blocking-pool thread until the caller closes the pipe, and a caller that keeps it open
+    // until our exit would otherwise wait for us forever.
+    runtime.shutdown_background();
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             eprintln!("agent-dispatch: {e:#}");

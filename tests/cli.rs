@@ -22,9 +22,16 @@ fn codex_home() -> std::path::PathBuf {
     d
 }
 
-fn dispatcher(tag: &str, args: &[&str]) -> Command {
+/// The dispatcher with the fake CLI first on PATH; `run` gets `--cwd <dir>`, so every process
+/// of the dispatch can be found by its working directory.
+fn dispatcher(dir: &std::path::Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_agent-dispatch"));
-    c.args(args)
+    let mut args: Vec<&str> = args.to_vec();
+    let dir_s = dir.to_str().unwrap().to_owned();
+    if args.first() == Some(&"run") {
+        args.splice(1..1, ["--cwd", dir_s.as_str()]);
+    }
+    c.args(&args)
         .env(
             "PATH",
             format!(
@@ -34,7 +41,6 @@ fn dispatcher(tag: &str, args: &[&str]) -> Command {
             ),
         )
         .env("CODEX_HOME", codex_home())
-        .env("FAKE_RUN_TAG", tag)
         .env(SKIP.0, SKIP.1)
         .stdout(Stdio::piped());
     c
@@ -73,19 +79,29 @@ fn finish(mut child: Child, out: &mut BufReader<ChildStdout>) -> (Value, i32) {
     )
 }
 
-fn assert_no_survivors(tag: &str) {
-    let live = live_tagged(tag);
+fn assert_no_survivors(dir: &std::path::Path) {
+    let live = live_in_dir(dir);
     assert!(
         live.is_empty(),
         "processes of the dispatch survive: {live:?}"
     );
 }
 
+/// The fake CLI and its grandchild are both running in `dir`.
+fn assert_running(dir: &std::path::Path) {
+    let live = live_in_dir(dir);
+    assert!(
+        live.len() >= 2,
+        "expected the CLI and its child in {}: {live:?}",
+        dir.display()
+    );
+}
+
 #[test]
 fn a_successful_run_streams_started_events_and_one_result() {
-    let tag = unique_tag("cli-ok");
+    let dir = run_dir("cli-ok");
     let out = dispatcher(
-        &tag,
+        dir.path(),
         &[
             "run",
             "--agent",
@@ -120,32 +136,39 @@ fn a_successful_run_streams_started_events_and_one_result() {
         "the bypass is visible in the result"
     );
     assert_eq!(lines.iter().filter(|l| l["type"] == "result").count(), 1);
-    assert_no_survivors(&tag);
+    assert_no_survivors(dir.path());
 }
 
 #[test]
 fn a_mistyped_bypass_is_an_error_not_a_bypass() {
-    let tag = unique_tag("cli-bypass");
-    let out = dispatcher(&tag, &["run", "--agent", "codex", "--", "SCENARIO:ok"])
-        .env(SKIP.0, "1")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let dir = run_dir("cli-bypass");
+    let out = dispatcher(
+        dir.path(),
+        &["run", "--agent", "codex", "--", "SCENARIO:ok"],
+    )
+    .env(SKIP.0, "1")
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let r: Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().trim()).unwrap();
     assert_eq!(r["failure"]["kind"], "invalid-request");
-    assert!(live_tagged(&tag).is_empty());
+    assert!(live_in_dir(dir.path()).is_empty());
 }
 
 #[test]
 fn sigterm_to_the_dispatcher_cancels_and_still_writes_the_result() {
-    let tag = unique_tag("cli-term");
-    let mut child = dispatcher(&tag, &["run", "--agent", "codex", "--", "SCENARIO:sleep"])
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
+    let dir = run_dir("cli-term");
+    let mut child = dispatcher(
+        dir.path(),
+        &["run", "--agent", "codex", "--", "SCENARIO:sleep"],
+    )
+    .stdin(Stdio::null())
+    .spawn()
+    .unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     read_until(&mut out, is_first_event);
+    assert_running(dir.path());
     let t = Instant::now();
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
     let (result, code) = finish(child, &mut out);
@@ -156,14 +179,14 @@ fn sigterm_to_the_dispatcher_cancels_and_still_writes_the_result() {
         "what was parsed before the cancel is kept"
     );
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
-    assert_no_survivors(&tag);
+    assert_no_survivors(dir.path());
 }
 
 #[test]
 fn lifeline_eof_cancels_the_dispatch() {
-    let tag = unique_tag("cli-lifeline");
+    let dir = run_dir("cli-lifeline");
     let mut child = dispatcher(
-        &tag,
+        dir.path(),
         &[
             "run",
             "--lifeline",
@@ -178,22 +201,50 @@ fn lifeline_eof_cancels_the_dispatch() {
     .unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     read_until(&mut out, is_first_event);
+    assert_running(dir.path());
     drop(child.stdin.take()); // the caller "dies": its end of the pipe closes
     let (result, _) = finish(child, &mut out);
     assert_eq!(result["failure"]["kind"], "cancelled");
-    assert_no_survivors(&tag);
+    assert_no_survivors(dir.path());
+}
+
+#[test]
+fn with_the_lifeline_held_open_the_dispatcher_still_exits_after_its_result() {
+    let dir = run_dir("cli-lifeline-open");
+    let t = Instant::now();
+    let mut child = dispatcher(
+        dir.path(),
+        &["run", "--lifeline", "--agent", "codex", "--", "SCENARIO:ok"],
+    )
+    .stdin(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let _held = child.stdin.take(); // the caller keeps its end open, as the extension does
+    // A watchdog turns a hang (the bug this guards against) into a failure instead.
+    let pid = Pid::from_raw(child.id() as i32);
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(10));
+        let _ = kill(pid, Signal::SIGKILL);
+    });
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let (result, code) = finish(child, &mut out);
+    assert_eq!(result["ok"], true);
+    assert_eq!(code, 0);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 }
 
 #[test]
 fn sigkill_of_the_dispatchers_parent_still_cleans_up() {
     agent_dispatch::supervise::unix::become_subreaper();
-    let tag = unique_tag("cli-orphan");
+    let dir = run_dir("cli-orphan");
     // The parent: a shell that starts the dispatcher and waits. It dies by SIGKILL, so it runs
     // no cleanup of its own; the dispatcher must notice (PR_SET_PDEATHSIG) and clean up.
     let mut parent = Command::new("sh")
         .args(["-c", "\"$0\" \"$@\" & wait"])
         .arg(env!("CARGO_BIN_EXE_agent-dispatch"))
-        .args(["run", "--agent", "codex", "--", "SCENARIO:sleep"])
+        .args(["run", "--agent", "codex", "--cwd"])
+        .arg(dir.path())
+        .args(["--", "SCENARIO:sleep"])
         .env(
             "PATH",
             format!(
@@ -203,7 +254,6 @@ fn sigkill_of_the_dispatchers_parent_still_cleans_up() {
             ),
         )
         .env("CODEX_HOME", codex_home())
-        .env("FAKE_RUN_TAG", &tag)
         .env(SKIP.0, SKIP.1)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -211,23 +261,25 @@ fn sigkill_of_the_dispatchers_parent_still_cleans_up() {
         .unwrap();
     let mut out = BufReader::new(parent.stdout.take().unwrap());
     read_until(&mut out, is_first_event);
-    assert!(!live_tagged(&tag).is_empty(), "the dispatch is running");
+    assert_running(dir.path());
     parent.kill().unwrap(); // SIGKILL
     parent.wait().unwrap();
     let rest = read_until(&mut out, |v| v["type"] == "result");
     let result = rest.last().expect("the dispatcher still writes its result");
     assert_eq!(result["failure"]["kind"], "cancelled");
     let deadline = Instant::now() + Duration::from_secs(3);
-    while !live_tagged(&tag).is_empty() && Instant::now() < deadline {
+    while !live_in_dir(dir.path()).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert_no_survivors(&tag);
+    assert_no_survivors(dir.path());
 }
 
 #[test]
 fn agents_lists_adapters_capabilities_and_installed_versions() {
-    let tag = unique_tag("cli-agents");
-    let out = dispatcher(&tag, &["agents", "--json"]).output().unwrap();
+    let dir = run_dir("cli-agents");
+    let out = dispatcher(dir.path(), &["agents", "--json"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let codex = v
@@ -244,8 +296,8 @@ fn agents_lists_adapters_capabilities_and_installed_versions() {
 
 #[test]
 fn models_reads_the_catalogue_live() {
-    let tag = unique_tag("cli-models");
-    let out = dispatcher(&tag, &["models", "codex", "--json"])
+    let dir = run_dir("cli-models");
+    let out = dispatcher(dir.path(), &["models", "codex", "--json"])
         .output()
         .unwrap();
     assert!(

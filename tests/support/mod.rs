@@ -65,3 +65,42 @@ pub fn env_with_fake_path(tag: &str) -> BTreeMap<OsString, OsString> {
     env.insert("FAKE_RUN_TAG".into(), tag.into());
     env
 }
+
+/// Live (non-zombie) processes whose working directory is `dir`. A dispatch's CLI and every
+/// descendant inherit the cwd the dispatcher gives it, so a unique cwd marks a run's whole tree
+/// even when the adapter's environment allowlist (rightly) drops the test's own variables.
+pub fn live_in_dir(dir: &std::path::Path) -> Vec<i32> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if std::fs::read_link(format!("/proc/{pid}/cwd"))
+            .ok()
+            .as_deref()
+            != Some(dir.as_path())
+        {
+            continue;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rfind(')')
+            .and_then(|i| stat.get(i + 2..i + 3))
+            .unwrap_or("?");
+        if state != "Z" && state != "X" && !stat.is_empty() {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// A fresh, unique working directory for one dispatch (see [`live_in_dir`]).
+pub fn run_dir(prefix: &str) -> tempfile::TempDir {
+    let base = repo_root().join(".cache/run-dirs");
+    std::fs::create_dir_all(&base).unwrap();
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(base)
+        .unwrap()
+}
