@@ -229,18 +229,18 @@ fn live_in(dir: &Path) -> usize {
 /// SIGTERM to the dispatcher once the CLI's first event is out; time until the result line is
 /// written and no process of the run is alive.
 fn cancel_latency(scenario: &str, i: usize) -> Duration {
-    let tag = format!("bench-cancel-{}-{scenario}-{i}", std::process::id());
+    let dir = root().join(format!(
+        ".cache/bench-cancel/{}-{scenario}-{i}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
     let mut child = Command::new(bin())
-        .args([
-            "run",
-            "--agent",
-            "codex",
-            "--",
-            &format!("SCENARIO:{scenario}"),
-        ])
+        .args(["run", "--agent", "codex", "--cwd"])
+        .arg(&dir)
+        .args(["--", &format!("SCENARIO:{scenario}")])
         .env("PATH", path_with(&root().join("tests/fake-cli")))
         .env("CODEX_HOME", codex_home())
-        .env("FAKE_RUN_TAG", &tag)
         .env(SKIP.0, SKIP.1)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
