@@ -254,7 +254,11 @@ fn cancel_latency(scenario: &str, i: usize) -> Duration {
             out.read_line(&mut line).unwrap() > 0,
             "dispatcher ended early"
         );
-        if line.contains(r#""type":"metadata""#) {
+        // `sleep` starts its grandchild before its first command event, `ignore-term` before
+        // its first (metadata) event: either way the whole tree is up when we cancel.
+        if line.contains(r#""type":"command""#)
+            || (scenario == "ignore-term" && line.contains(r#""type":"metadata""#))
+        {
             break;
         }
     }

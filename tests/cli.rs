@@ -64,8 +64,9 @@ fn read_until(out: &mut BufReader<ChildStdout>, pred: impl Fn(&Value) -> bool) -
     }
 }
 
+/// The `sleep` scenario's first command event: by then its grandchild is running too.
 fn is_first_event(v: &Value) -> bool {
-    v["type"] == "event" && v["event"]["type"] == "metadata"
+    v["type"] == "event" && v["event"]["type"] == "command"
 }
 
 fn finish(mut child: Child, out: &mut BufReader<ChildStdout>) -> (Value, i32) {
