@@ -21,6 +21,7 @@ import { StringDecoder } from "node:string_decoder";
 
 import {
 	type AgentInfo,
+	type CheckReport,
 	type CommandStatus,
 	type DispatchResult,
 	type Identity,
@@ -712,6 +713,30 @@ export async function listAgents(bin: string, opts: { env?: NodeJS.ProcessEnv; t
 	if (r.code !== 0) throw new Error(`${bin} agents --json failed (${r.code ?? r.signal}): ${r.stderr.trim()}`);
 	const parsed = JSON.parse(r.stdout) as AgentInfo[];
 	if (!Array.isArray(parsed)) throw new Error(`${bin} agents --json did not print a list`);
+	return parsed;
+}
+
+/**
+ * `agent-dispatch check [AGENT…] --json`: prove read-only on this machine. Exit 1 only means some
+ * agent failed; the reports are printed either way.
+ */
+export async function runCheck(
+	bin: string,
+	agents: string[],
+	opts: { env?: NodeJS.ProcessEnv; timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<CheckReport[]> {
+	const r = await runCaptured(bin, ["check", ...agents, "--json"], {
+		timeoutMs: opts.timeoutMs ?? 300_000,
+		env: opts.env,
+		signal: opts.signal,
+	});
+	if (r.timedOut) throw new Error(`${bin} check timed out`);
+	if (r.code !== 0 && r.code !== 1) {
+		const msg = r.stderr.trim().replace(/^agent-dispatch:\s*/, "");
+		throw new Error(msg || `${bin} check exited with ${r.code ?? r.signal}`);
+	}
+	const parsed = JSON.parse(r.stdout) as CheckReport[];
+	if (!Array.isArray(parsed)) throw new Error(`${bin} check --json did not print a list`);
 	return parsed;
 }
 

@@ -3,7 +3,7 @@
  *
  *   /dispatch AGENT [--model M] [--effort E] [--scope S] TASK…   run a dispatch for a person
  *   /dispatch models AGENT                                        list the agent's model catalogue
- *   /dispatch check …                                             reserved for the read-only self-check
+ *   /dispatch check [AGENT…]                                      prove read-only on this machine
  *   /dispatch help | /dispatch                                    usage
  *
  * Flag values are single words; `--scope` may be quoted ("…" or '…'). Everything after the flags is
@@ -13,7 +13,7 @@
 export type Parsed =
 	| { kind: "help"; error?: string }
 	| { kind: "models"; agent: string }
-	| { kind: "check"; rest: string }
+	| { kind: "check"; agents: string[] }
 	| { kind: "run"; agent: string; task: string; model?: string; effort?: string; scope?: string };
 
 /** Subcommand words; an agent can never be called this. */
@@ -22,6 +22,7 @@ export const SUBCOMMANDS = ["models", "check", "help"] as const;
 export const USAGE = [
 	"/dispatch AGENT [--model M] [--effort E] [--scope S] TASK",
 	"/dispatch models AGENT",
+	"/dispatch check [AGENT…]",
 ].join("\n");
 
 function takeWord(s: string): [string, string] {
@@ -41,7 +42,7 @@ export function parseDispatchArgs(input: string): Parsed {
 	let word: string;
 	[word, rest] = takeWord(rest);
 	if (word === "help" || word === "--help" || word === "-h") return { kind: "help" };
-	if (word === "check") return { kind: "check", rest: rest.trim() };
+	if (word === "check") return { kind: "check", agents: rest.split(/\s+/).filter(Boolean) };
 	if (word === "models") {
 		const [agent] = takeWord(rest);
 		return agent ? { kind: "models", agent } : { kind: "help", error: "which agent? /dispatch models AGENT" };

@@ -19,11 +19,19 @@ import {
 import { Box, type Component, Container, Markdown, Text } from "@earendil-works/pi-tui";
 import { Type } from "typebox";
 
-import { type DispatchParams, listAgents, listModels, type Outcome, ProcessRegistry, startDispatch } from "./bridge.ts";
+import {
+	type DispatchParams,
+	listAgents,
+	listModels,
+	type Outcome,
+	ProcessRegistry,
+	runCheck,
+	startDispatch,
+} from "./bridge.ts";
 import { parseDispatchArgs, SUBCOMMANDS, USAGE } from "./command.ts";
 import { type DispatchDetails, finalDetails, modelText, progressText, runningDetails } from "./details.ts";
 import { BinaryNotFoundError, type Located, locateBinary } from "./locate.ts";
-import type { AgentInfo, Identity, ModelCatalogue } from "./protocol.ts";
+import type { AgentInfo, CheckReport, Identity, ModelCatalogue } from "./protocol.ts";
 import {
 	type CallArgs,
 	callLines,
@@ -37,6 +45,7 @@ export const TOOL_NAME = "dispatch";
 /** Custom message types for the `/dispatch` command. */
 const MSG_RESULT = "dispatch";
 const MSG_MODELS = "dispatch-models";
+const MSG_CHECK = "dispatch-check";
 
 interface ToolParams {
 	agent: string;
@@ -240,8 +249,19 @@ export default async function agentDispatch(pi: ExtensionAPI): Promise<void> {
 		return box;
 	});
 
+	pi.registerMessageRenderer(MSG_CHECK, (message, options, theme) => {
+		const box = new Box(options.outputPad, 1, (t) => theme.bg("customMessageBg", t));
+		const reports = Array.isArray(message.details) ? (message.details as CheckReport[]) : [];
+		const failed = reports.some((r) => !r.passed);
+		const title = theme.fg("toolTitle", theme.bold("/dispatch check "));
+		const body = theme.fg(failed ? "error" : "toolOutput", textOf(message.content));
+		box.addChild(new Text(title + body, 0, 0));
+		return box;
+	});
+
 	pi.registerCommand("dispatch", {
-		description: "Run another coding agent read-only: /dispatch AGENT TASK · /dispatch models AGENT",
+		description:
+			"Run another coding agent read-only: /dispatch AGENT TASK · /dispatch models AGENT · /dispatch check [AGENT…]",
 		getArgumentCompletions: (prefix) => {
 			const words = [...agentIds, ...SUBCOMMANDS.filter((s) => s !== "help")];
 			const items = words.filter((w) => w.startsWith(prefix.trim())).map((w) => ({ value: `${w} `, label: w }));
@@ -254,8 +274,7 @@ export default async function agentDispatch(pi: ExtensionAPI): Promise<void> {
 					say(ctx, `${parsed.error ? `${parsed.error}\n` : ""}${USAGE}${agentIds.length ? `\nagents: ${agentIds.join(", ")}` : ""}`, parsed.error ? "warning" : "info");
 					return;
 				case "check":
-					// Reserved for the read-only self-check (a later issue).
-					say(ctx, "/dispatch check is not available in this version.", "warning");
+					await showCheck(parsed.agents, ctx);
 					return;
 				case "models":
 					await showModels(parsed.agent, ctx);
@@ -290,6 +309,32 @@ export default async function agentDispatch(pi: ExtensionAPI): Promise<void> {
 			content: `${catalogue.agent}: ${catalogue.models.length} models\n${lines.join("\n")}`,
 			display: true,
 			details: catalogue,
+		});
+	}
+
+	/** `/dispatch check [AGENT…]`: run the offline read-only check now; the report lands as a message. */
+	async function showCheck(agents: string[], ctx: ExtensionContext): Promise<void> {
+		let bin: string;
+		try {
+			bin = locate().bin;
+		} catch (e) {
+			say(ctx, e instanceof Error ? e.message : String(e), "error");
+			return;
+		}
+		const which = agents.length ? agents.join(", ") : "every agent";
+		say(ctx, `Running the offline read-only check for ${which}…`, "info");
+		let reports: CheckReport[];
+		try {
+			reports = await runCheck(bin, agents, { signal: ctx.signal });
+		} catch (e) {
+			say(ctx, `/dispatch check: ${e instanceof Error ? e.message : String(e)}`, "warning");
+			return;
+		}
+		pi.sendMessage({
+			customType: MSG_CHECK,
+			content: reports.map(checkText).join("\n\n"),
+			display: true,
+			details: reports,
 		});
 	}
 
@@ -404,4 +449,17 @@ function toolResult(p: DispatchParams, o: Outcome) {
 		...(d.usage ? { usage: d.usage } : {}),
 		isError: d.failure !== null,
 	};
+}
+
+/** One agent's check report as a few lines a person reads. */
+export function checkText(r: CheckReport): string {
+	const head = `${r.passed ? "PASS" : "FAIL"} ${r.agent}${r.version ? ` (${r.version})` : ""} in ${(r.durationMs / 1000).toFixed(1)} s`;
+	const lines = [head];
+	for (const p of r.probes) {
+		lines.push(`  ${p.kind}: ${p.verdict}${p.evidence ? ` — ${p.evidence}` : ""}`);
+	}
+	if (r.probes.length) lines.push(`  tree: ${r.treeIdentical ? "byte-identical before and after" : `changed (${r.treeChanges.join(", ")})`}`);
+	for (const p of r.problems) lines.push(`  problem: ${p}`);
+	for (const f of r.fixes) lines.push(`  fix: ${f}`);
+	return lines.join("\n");
 }

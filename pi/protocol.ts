@@ -108,6 +108,28 @@ export interface ModelCatalogue {
 	}[];
 }
 
+/** `agent-dispatch check --json`: one report per agent (see src/selftest/check.rs). */
+export interface CheckReport {
+	agent: string;
+	passed: boolean;
+	program?: string | null;
+	version?: string | null;
+	launchArgs: string[];
+	probes: {
+		kind: string;
+		command: string;
+		target?: string | null;
+		output?: string | null;
+		verdict: string;
+		evidence?: string | null;
+	}[];
+	treeIdentical: boolean;
+	treeChanges: string[];
+	problems: string[];
+	fixes: string[];
+	durationMs: number;
+}
+
 /** Pi's `Usage` shape (from `@earendil-works/pi-ai`), restated so this module stays dependency-free. */
 export interface PiUsage {
 	input: number;

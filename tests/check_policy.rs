@@ -424,3 +424,75 @@ fn check_passes_for_both_pinned_clis_on_this_machine() {
     }
     assert_eq!(records(&w), 2);
 }
+
+/// Through the binary, as Pi runs it: the first dispatch runs the check and its progress is on
+/// the protocol stream (the Pi extension shows notices in the tool row), then the real dispatch;
+/// the second finds the record. The user's own provider (a loopback fake here) is honoured.
+#[tokio::test]
+async fn the_binary_runs_the_check_first_and_streams_its_progress() {
+    let w = World::new("bin-check");
+    let fake = FakeResponses::start(Script::new(vec![
+        Step::shell("git diff"),
+        Step::message("REVIEW: looks fine"),
+    ]))
+    .await
+    .unwrap();
+    w.write_codex_config(
+        "config.toml",
+        &format!(
+            "model = \"gpt-5.5\"\nmodel_provider = \"mine\"\n\n[model_providers.mine]\nname = \"mine\"\nbase_url = \"{}\"\nenv_key = \"MY_PROVIDER_KEY\"\nwire_api = \"responses\"\n",
+            fake.base_url()
+        ),
+    );
+    let mut env = with_records(&w, w.env());
+    env.insert("MY_PROVIDER_KEY".into(), fake.api_key().into());
+    let run = |env: Env| {
+        let cwd = w.repo_path();
+        async move {
+            let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-dispatch"))
+                .args(["run", "--agent", "codex", "--cwd"])
+                .arg(&cwd)
+                .args(["--", "Review the uncommitted change."])
+                .env_clear()
+                .envs(env)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .await
+                .unwrap();
+            let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            (out.status.code(), lines)
+        }
+    };
+    let notices = |lines: &[serde_json::Value]| -> Vec<String> {
+        lines
+            .iter()
+            .filter(|l| l["event"]["type"] == "notice")
+            .map(|l| l["event"]["message"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (code, first) = run(env.clone()).await;
+    let result = first.last().unwrap();
+    assert_eq!(code, Some(0), "{result}");
+    assert_eq!(result["text"], "REVIEW: looks fine");
+    assert_eq!(result["checkBypassed"], false);
+    let n = notices(&first);
+    let started = n
+        .iter()
+        .position(|m| m.contains("running the offline read-only check"));
+    let passed = n
+        .iter()
+        .position(|m| m.starts_with("Read-only check passed"));
+    assert!(started.is_some() && passed > started, "{n:?}");
+    let (code, second) = run(env).await;
+    assert_eq!(code, Some(0));
+    assert!(
+        !notices(&second)
+            .iter()
+            .any(|m| m.contains("read-only check")),
+        "record reused"
+    );
+}

@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { cpSync, readFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
@@ -356,6 +356,43 @@ describe("pi --mode rpc", { concurrency: true }, () => {
 			assert.equal(unknown.details.failure.kind, "unsupported-agent");
 			// A widget showed the live state while it ran (RPC gets the plain lines).
 			assert.ok(rpc.events.some((e) => e.type === "extension_ui_request" && e.method === "setWidget" && Array.isArray(e.widgetLines)));
+		} finally {
+			await rpc.close();
+		}
+	});
+
+	test("/dispatch check proves read-only with the real pinned CLI and posts the report", async () => {
+		const sess = scratch("rpc-check-sessions");
+		// Outside the temp dir: Codex's sandbox cannot start its helper from a CODEX_HOME under it.
+		mkdirSync(join(REPO, ".cache"), { recursive: true });
+		const codexHome = mkdtempSync(join(REPO, ".cache", "pi-check-codex-home-"));
+		after(() => rmSync(codexHome, { recursive: true, force: true }));
+		const realTools = join(REPO, ".tools/node_modules/.bin");
+		const rpc = new PiRpc({
+			home: makePiHome(srv.baseUrl),
+			cwd: scratch("rpc-check-cwd"),
+			args: ["-e", REPO, "--session-dir", sess],
+			env: {
+				PATH: `${realTools}:${process.env.PATH ?? ""}`,
+				CODEX_HOME: codexHome,
+				AGENT_DISPATCH_CACHE_DIR: scratch("rpc-check-records"),
+			},
+		});
+		try {
+			await rpc.command({ type: "prompt", message: `/dispatch check ${FAKE_AGENT}` });
+			await rpc.command({ type: "prompt", message: "thanks" });
+			await rpc.waitFor((e) => e.type === "agent_settled", 60_000, "agent_settled");
+			const check = readSession(sess).find((e) => e.type === "custom_message" && e.customType === "dispatch-check");
+			assert.ok(check, "the report was posted");
+			const [report] = check.details;
+			assert.equal(report.passed, true, check.content);
+			assert.deepEqual(
+				report.probes.map((p: { verdict: string }) => p.verdict),
+				["denied", "denied", "denied", "read-ok"],
+			);
+			assert.match(check.content, /^PASS /);
+			assert.match(check.content, /Read-only file system/);
+			assert.match(check.content, /tree: byte-identical/);
 		} finally {
 			await rpc.close();
 		}

@@ -103,6 +103,14 @@ describe("running", () => {
 		assert.match(lines.at(-1)!, /\$ cargo test …$/);
 	});
 
+	test("the read-only check a first dispatch runs shows as progress in the row", () => {
+		const acts: ActivityItem[] = [
+			{ kind: "notice", label: "info", text: "First dispatch to Agent A at /bin/a with this configuration: running the offline read-only check…" },
+		];
+		const lines = runningLines(runningDetails(params, progress(acts)), plainTheme);
+		assert.ok(lines.some((l) => l.includes("running the offline read-only check")), lines.join("\n"));
+	});
+
 	test("before any event: a waiting line", () => {
 		const lines = runningLines(runningDetails(params, progress([])), plainTheme);
 		assert.match(lines[1]!, /waiting for the agent/);

@@ -34,7 +34,8 @@ describe("/dispatch arguments", () => {
 
 	test("models AGENT, check, help, and mistakes", () => {
 		assert.deepEqual(parseDispatchArgs("models a"), { kind: "models", agent: "a" });
-		assert.equal(parseDispatchArgs("check").kind, "check");
+		assert.deepEqual(parseDispatchArgs("check"), { kind: "check", agents: [] });
+		assert.deepEqual(parseDispatchArgs("check  a  b "), { kind: "check", agents: ["a", "b"] });
 		assert.equal(parseDispatchArgs("").kind, "help");
 		assert.equal(parseDispatchArgs("help").kind, "help");
 		assert.match((parseDispatchArgs("models") as { error: string }).error, /which agent/);
