@@ -31,19 +31,22 @@ fn dispatcher(dir: &std::path::Path, args: &[&str]) -> Command {
     if args.first() == Some(&"run") {
         args.splice(1..1, ["--cwd", dir_s.as_str()]);
     }
-    c.args(&args)
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                fake_cli_dir().display(),
-                std::env::var("PATH").unwrap()
-            ),
-        )
+    c.args(&args);
+    with_fake_env(&mut c);
+    c
+}
+
+/// The fake CLI first on PATH, an empty CODEX_HOME outside the temp dir, the check bypassed.
+fn with_fake_env(c: &mut Command) -> &mut Command {
+    let path = format!(
+        "{}:{}",
+        fake_cli_dir().display(),
+        std::env::var("PATH").unwrap()
+    );
+    c.env("PATH", path)
         .env("CODEX_HOME", codex_home())
         .env(SKIP.0, SKIP.1)
-        .stdout(Stdio::piped());
-    c
+        .stdout(Stdio::piped())
 }
 
 /// Read protocol lines until one matches `pred`; returns all lines read.
@@ -240,26 +243,15 @@ fn sigkill_of_the_dispatchers_parent_still_cleans_up() {
     let dir = run_dir("cli-orphan");
     // The parent: a shell that starts the dispatcher and waits. It dies by SIGKILL, so it runs
     // no cleanup of its own; the dispatcher must notice (PR_SET_PDEATHSIG) and clean up.
-    let mut parent = Command::new("sh")
+    let mut parent = Command::new("sh");
+    parent
         .args(["-c", "\"$0\" \"$@\" & wait"])
         .arg(env!("CARGO_BIN_EXE_agent-dispatch"))
         .args(["run", "--agent", "codex", "--cwd"])
         .arg(dir.path())
         .args(["--", "SCENARIO:sleep"])
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                fake_cli_dir().display(),
-                std::env::var("PATH").unwrap()
-            ),
-        )
-        .env("CODEX_HOME", codex_home())
-        .env(SKIP.0, SKIP.1)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stdin(Stdio::null());
+    let mut parent = with_fake_env(&mut parent).spawn().unwrap();
     let mut out = BufReader::new(parent.stdout.take().unwrap());
     read_until(&mut out, is_first_event);
     assert_running(dir.path());

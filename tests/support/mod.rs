@@ -28,18 +28,14 @@ pub fn unique_tag(prefix: &str) -> String {
     )
 }
 
-/// Live (non-zombie) processes whose environment carries `FAKE_RUN_TAG=<tag>`.
-pub fn live_tagged(tag: &str) -> Vec<i32> {
-    let needle = format!("FAKE_RUN_TAG={tag}");
+/// Live (non-zombie) processes for which `matches(pid)` holds.
+fn live_where(matches: impl Fn(i32) -> bool) -> Vec<i32> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
         };
-        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        if !environ.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+        if !matches(pid) {
             continue;
         }
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -52,6 +48,15 @@ pub fn live_tagged(tag: &str) -> Vec<i32> {
         }
     }
     out
+}
+
+/// Live (non-zombie) processes whose environment carries `FAKE_RUN_TAG=<tag>`.
+pub fn live_tagged(tag: &str) -> Vec<i32> {
+    let needle = format!("FAKE_RUN_TAG={tag}");
+    live_where(|pid| {
+        std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+    })
 }
 
 /// The test process's environment plus the fake CLI first on PATH and a run tag.
@@ -71,28 +76,12 @@ pub fn env_with_fake_path(tag: &str) -> BTreeMap<OsString, OsString> {
 /// even when the adapter's environment allowlist (rightly) drops the test's own variables.
 pub fn live_in_dir(dir: &std::path::Path) -> Vec<i32> {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        if std::fs::read_link(format!("/proc/{pid}/cwd"))
+    live_where(|pid| {
+        std::fs::read_link(format!("/proc/{pid}/cwd"))
             .ok()
             .as_deref()
-            != Some(dir.as_path())
-        {
-            continue;
-        }
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat
-            .rfind(')')
-            .and_then(|i| stat.get(i + 2..i + 3))
-            .unwrap_or("?");
-        if state != "Z" && state != "X" && !stat.is_empty() {
-            out.push(pid);
-        }
-    }
-    out
+            == Some(dir.as_path())
+    })
 }
 
 /// A fresh, unique working directory for one dispatch (see [`live_in_dir`]).
