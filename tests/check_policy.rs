@@ -15,8 +15,9 @@ use agent_dispatch::adapter::{
 use agent_dispatch::contract::{Failure, FailureKind, StreamEvent};
 use agent_dispatch::request::ValidRequest;
 use agent_dispatch::runner::{CheckPolicy, RunOptions, dispatch_valid};
-use agent_dispatch::selftest::check::{self, Verdict};
+use agent_dispatch::selftest::check;
 use agent_dispatch::selftest::fake_responses::{FakeResponses, Script, Step};
+use agent_dispatch::selftest::report::Verdict;
 use agent_dispatch::supervise::Supervisor;
 use async_trait::async_trait;
 use codex_support::World;

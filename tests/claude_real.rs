@@ -23,8 +23,9 @@ use std::time::Duration;
 
 use agent_dispatch::contract::{CommandStatus, FailureKind, StreamEvent};
 use agent_dispatch::runner::CheckPolicy;
-use agent_dispatch::selftest::check;
 use agent_dispatch::selftest::fake_messages::{ApiError, ModelPolicy, Script, first_user_text};
+use agent_dispatch::selftest::policy;
+use agent_dispatch::selftest::report::Verdict;
 use agent_dispatch::selftest::scratch::{ScratchRepo, UNCOMMITTED_MARKER};
 use agent_dispatch::selftest::snapshot::Snapshot;
 use agent_dispatch::supervise::Supervisor;
@@ -679,7 +680,7 @@ async fn check_passes_and_dispatch_reuses_its_record() {
     let mut d = Dispatch::new(repo.path(), Script::new().text("FAKE_DONE"));
     d.parent_env_set("AGENT_DISPATCH_CACHE_DIR", records.path().to_str().unwrap());
     let adapter = agent_dispatch::adapter::find("claude").unwrap();
-    let report = check::check_and_record(
+    let report = policy::check_and_record(
         adapter,
         &d.parent_env,
         &Supervisor::new(),
@@ -692,11 +693,7 @@ async fn check_passes_and_dispatch_reuses_its_record() {
     let verdicts: Vec<_> = report.probes.iter().map(|p| p.verdict).collect();
     assert_eq!(
         verdicts,
-        [
-            check::Verdict::Denied,
-            check::Verdict::Denied,
-            check::Verdict::ReadOk
-        ]
+        [Verdict::Denied, Verdict::Denied, Verdict::ReadOk]
     );
     assert!(
         report.probes[0]

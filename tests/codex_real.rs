@@ -1031,7 +1031,8 @@ async fn endpoint_key_is_only_the_throwaway_one() {
 
 #[tokio::test]
 async fn read_only_check_passes_with_the_real_codex_and_is_enforced() {
-    use agent_dispatch::selftest::check::{self, Verdict};
+    use agent_dispatch::selftest::check;
+    use agent_dispatch::selftest::report::Verdict;
     let w = World::new("check");
     let mut env = w.env();
     let records = w.dir.path().join("records");

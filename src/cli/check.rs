@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use agent_dispatch::adapter;
 use agent_dispatch::env;
-use agent_dispatch::selftest::check;
+use agent_dispatch::selftest::policy;
 use agent_dispatch::supervise::{Supervisor, unix};
 use anyhow::anyhow;
 use tokio_util::sync::CancellationToken;
@@ -42,7 +42,7 @@ pub async fn check(agents: &[String], json: bool) -> anyhow::Result<ExitCode> {
         if !json {
             eprintln!("checking {} …", a.display_name());
         }
-        let report = check::check_and_record(a, &parent, &supervisor, cancel.clone()).await;
+        let report = policy::check_and_record(a, &parent, &supervisor, cancel.clone()).await;
         if !json {
             println!("{report}");
         }

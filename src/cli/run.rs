@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use agent_dispatch::contract::{DispatchRequest, DispatchResult, Failure, FailureKind};
 use agent_dispatch::protocol::{Line, Writer};
 use agent_dispatch::runner::{self, RunOptions};
-use agent_dispatch::selftest::check;
+use agent_dispatch::selftest::policy;
 use agent_dispatch::supervise::{Supervisor, lifeline, unix};
 use agent_dispatch::{env, request};
 use tokio::signal::unix::{SignalKind, signal};
@@ -67,7 +67,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
     };
     let parent_env = env::current();
-    let check = match check::policy_from_env(&parent_env) {
+    let check = match policy::policy_from_env(&parent_env) {
         Ok(c) => c,
         Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
     };

@@ -135,7 +135,7 @@ pub async fn dispatch_valid(
     match opts.check {
         CheckPolicy::Enforce => {
             let checked = tokio::select! {
-                r = crate::selftest::check::ensure_checked(
+                r = crate::selftest::policy::ensure_checked(
                     adapter, &program, &opts.parent_env, supervisor, cancel.clone(), sink,
                 ) => r,
                 _ = cancel.cancelled() => Err(cancelled_before_start()),
@@ -148,7 +148,7 @@ pub async fn dispatch_valid(
             level: NoticeLevel::Warning,
             message: format!(
                 "The read-only check was deliberately skipped ({}); this run is not proven read-only on this machine.",
-                crate::selftest::check::SKIP_CHECK_VAR
+                crate::selftest::policy::SKIP_CHECK_VAR
             ),
         }),
         CheckPolicy::IsTheCheck => {}

@@ -4,7 +4,9 @@
 pub mod check;
 pub mod fake_messages;
 pub mod fake_responses;
+pub mod policy;
 pub mod record;
+pub mod report;
 pub mod scratch;
 pub mod server;
 pub mod snapshot;
