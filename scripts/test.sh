@@ -9,6 +9,10 @@ cd "$root"
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# Every suite's output is also kept here, to add up one closing line at the end.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
 step "install test tools (cached)"
 bash scripts/install-tools.sh
 
@@ -22,10 +26,14 @@ step "cargo build"
 cargo build --locked
 
 step "cargo test"
-cargo test --locked --no-fail-fast
+cargo test --locked --no-fail-fast 2>&1 | tee -a "$log"
 
 if [ -x scripts/test-pi.sh ]; then
   step "Pi extension: type-check and node --test suites in real Pi"
-  bash scripts/test-pi.sh
+  bash scripts/test-pi.sh 2>&1 | tee -a "$log"
 fi
-step "all tests passed"
+step "all suites done"
+# One closing line over every suite: cargo's "test result:" lines and node's "ℹ pass/fail".
+awk '/^test result: /{for(i=1;i<NF;i++){if($(i+1)=="passed;")p+=$i; if($(i+1)=="failed;")f+=$i}}
+     /^ℹ pass /{p+=$3} /^ℹ fail /{f+=$3}
+     END{printf "tests: %d passed, %d failed\n", p, f}' "$log"
