@@ -375,7 +375,7 @@ async fn overlapping_terminate_calls_share_one_cleanup_and_spare_bystanders() {
     assert_eq!(a, Termination::Killed);
     assert_eq!(b, Termination::Killed);
     assert!(
-        took >= Duration::from_secs(2) && took < Duration::from_millis(3200),
+        took >= Duration::from_secs(2) && took < Duration::from_secs(4),
         "{took:?}"
     );
     assert_eq!(
