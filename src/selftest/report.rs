@@ -109,7 +109,7 @@ impl std::fmt::Display for CheckReport {
             )?;
         }
         if !self.launch_args.is_empty() {
-            writeln!(f, "  launch    {}", self.launch_args.join(" "))?;
+            writeln!(f, "  launch    {}", shell_line(&self.launch_args))?;
         }
         for p in &self.probes {
             let kind = serde_json::to_value(p.probe.kind).ok();
@@ -139,5 +139,51 @@ impl std::fmt::Display for CheckReport {
             writeln!(f, "  fix       {x}")?;
         }
         Ok(())
+    }
+}
+
+/// The argv as one shell-quoted line, with the prompt after `--` shown as `<prompt>`.
+fn shell_line(args: &[String]) -> String {
+    let mut words = Vec::with_capacity(args.len());
+    let mut prompt = false;
+    for a in args {
+        if prompt {
+            words.push("<prompt>".to_owned());
+            continue;
+        }
+        prompt = a == "--";
+        let plain = !a.is_empty()
+            && a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_./=:,@%+-".contains(c));
+        words.push(if plain {
+            a.clone()
+        } else {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        });
+    }
+    words.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_line;
+
+    #[test]
+    fn launch_lines_are_quoted_and_the_prompt_elided() {
+        let args: Vec<String> = [
+            "-c",
+            "model=\"x y\"",
+            "--settings",
+            "{\"a\":'b'}",
+            "--",
+            "line 1\nline 2",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            shell_line(&args),
+            r#"-c 'model="x y"' --settings '{"a":'\''b'\''}' -- <prompt>"#
+        );
     }
 }
