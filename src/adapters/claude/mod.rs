@@ -105,7 +105,7 @@ impl Adapter for ClaudeAdapter {
     }
 
     fn install_hint(&self) -> &'static str {
-        "npm install -g @anthropic-ai/claude-code"
+        "npm install -g @anthropic-ai/claude-code@2.1.332 (the version this build is verified against)"
     }
 
     fn capabilities(&self) -> Capabilities {
