@@ -229,21 +229,25 @@ describe("pi --mode rpc", { concurrency: true }, () => {
 	});
 	after(() => srv.close());
 
+	/** Real Pi in RPC mode with a dispatch whose fake agent is visibly working (its command started). */
+	async function sleepingDispatch(name: string) {
+		const sess = scratch(`${name}-sessions`);
+		const log = join(scratch(`${name}-log`), "fake.jsonl");
+		const rpc = new PiRpc({ home: makePiHome(srv.baseUrl), cwd: scratch(`${name}-cwd`), args: ["-e", REPO, "--session-dir", sess], log });
+		await rpc.command({ type: "prompt", message: "SLEEP: ask and wait." });
+		await rpc.waitFor(
+			(e) => e.type === "tool_execution_update" && (e as any).partialResult.details.activity.some((a: any) => a.kind === "command"),
+			30_000,
+			"the dispatch's command to start",
+		);
+		const [fake] = agentRuns(log);
+		assert.ok(fake && alive(fake.pid));
+		return { rpc, sess, fake, dispatcher: parentOf(fake.pid) };
+	}
+
 	test("abort mid-dispatch: nothing of the dispatch survives; the result is a cancelled failure", async () => {
-		const sess = scratch("rpc-abort-sessions");
-		const log = join(scratch("rpc-abort-log"), "fake.jsonl");
-		const rpc = new PiRpc({ home: makePiHome(srv.baseUrl), cwd: scratch("rpc-abort-cwd"), args: ["-e", REPO, "--session-dir", sess], log });
+		const { rpc, sess, fake, dispatcher } = await sleepingDispatch("rpc-abort");
 		try {
-			await rpc.command({ type: "prompt", message: "SLEEP: ask and wait." });
-			// The agent is visibly working: its command started.
-			await rpc.waitFor(
-				(e) => e.type === "tool_execution_update" && (e as any).partialResult.details.activity.some((a: any) => a.kind === "command"),
-				30_000,
-				"the dispatch's command to start",
-			);
-			const [fake] = agentRuns(log);
-			assert.ok(fake && alive(fake.pid));
-			const dispatcher = parentOf(fake.pid);
 			assert.match(readFileSync(`/proc/${dispatcher}/cmdline`, "utf8"), /agent-dispatch\0run\0/);
 			const t0 = Date.now();
 			await rpc.command({ type: "abort" });
@@ -263,19 +267,8 @@ describe("pi --mode rpc", { concurrency: true }, () => {
 	});
 
 	test("Pi SIGKILLed mid-dispatch: the binary notices (lifeline EOF, parent-death signal) and cleans up", async () => {
-		const sess = scratch("rpc-kill-sessions");
-		const log = join(scratch("rpc-kill-log"), "fake.jsonl");
-		const rpc = new PiRpc({ home: makePiHome(srv.baseUrl), cwd: scratch("rpc-kill-cwd"), args: ["-e", REPO, "--session-dir", sess], log });
+		const { rpc, fake, dispatcher } = await sleepingDispatch("rpc-kill");
 		try {
-			await rpc.command({ type: "prompt", message: "SLEEP: ask and wait." });
-			await rpc.waitFor(
-				(e) => e.type === "tool_execution_update" && (e as any).partialResult.details.activity.some((a: any) => a.kind === "command"),
-				30_000,
-				"the dispatch's command to start",
-			);
-			const [fake] = agentRuns(log);
-			assert.ok(fake && alive(fake.pid));
-			const dispatcher = parentOf(fake.pid);
 			rpc.child.kill("SIGKILL"); // no extension code runs
 			await assertNothingSurvives([fake.pid, dispatcher], [fake.pgid]);
 		} finally {
