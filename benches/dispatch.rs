@@ -52,6 +52,20 @@ fn codex_home() -> PathBuf {
     d
 }
 
+/// `agent-dispatch run --agent codex --cwd CWD -- TASK` with the fakes in `fake_dir` first on
+/// PATH, an empty CODEX_HOME and the check deliberately skipped (fake CLIs cannot pass it).
+fn dispatch_cmd(fake_dir: &Path, cwd: &Path, task: &str) -> Command {
+    let mut c = Command::new(bin());
+    c.args(["run", "--agent", "codex", "--cwd"])
+        .arg(cwd)
+        .args(["--", task])
+        .env("PATH", path_with(fake_dir))
+        .env("CODEX_HOME", codex_home())
+        .env(SKIP.0, SKIP.1)
+        .stdin(Stdio::null());
+    c
+}
+
 fn overhead(n: usize) -> (Duration, Duration) {
     let fake_dir = root().join("tests/fake-cli/bench");
     let cwd = std::env::temp_dir();
@@ -68,16 +82,7 @@ fn overhead(n: usize) -> (Duration, Duration) {
     };
     let via = |_: usize| {
         let t = Instant::now();
-        let out = Command::new(bin())
-            .args(["run", "--agent", "codex", "--cwd"])
-            .arg(&cwd)
-            .args(["--", "x"])
-            .env("PATH", path_with(&fake_dir))
-            .env("CODEX_HOME", codex_home())
-            .env(SKIP.0, SKIP.1)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = dispatch_cmd(&fake_dir, &cwd, "x").output().unwrap();
         assert!(
             out.status.success(),
             "{}",
@@ -160,21 +165,14 @@ fn parse_throughput(agent: &str, stream: &[u8]) -> (f64, usize) {
 fn peak_rss_kib(mb: usize) -> (u64, Duration) {
     let fake_dir = root().join("tests/fake-cli");
     let t = Instant::now();
-    let mut child = Command::new(bin())
-        .args([
-            "run",
-            "--agent",
-            "codex",
-            "--",
-            &format!("SCENARIO:stream-mb-{mb}"),
-        ])
-        .env("PATH", path_with(&fake_dir))
-        .env("CODEX_HOME", codex_home())
-        .env(SKIP.0, SKIP.1)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = dispatch_cmd(
+        &fake_dir,
+        &std::env::temp_dir(),
+        &format!("SCENARIO:stream-mb-{mb}"),
+    )
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
     let pid = child.id();
     let mut hwm = 0u64;
     let mut out = BufReader::new(child.stdout.take().unwrap());
@@ -235,17 +233,14 @@ fn cancel_latency(scenario: &str, i: usize) -> Duration {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let dir = dir.canonicalize().unwrap();
-    let mut child = Command::new(bin())
-        .args(["run", "--agent", "codex", "--cwd"])
-        .arg(&dir)
-        .args(["--", &format!("SCENARIO:{scenario}")])
-        .env("PATH", path_with(&root().join("tests/fake-cli")))
-        .env("CODEX_HOME", codex_home())
-        .env(SKIP.0, SKIP.1)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = dispatch_cmd(
+        &root().join("tests/fake-cli"),
+        &dir,
+        &format!("SCENARIO:{scenario}"),
+    )
+    .stdout(Stdio::piped())
+    .spawn()
+    .unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     loop {

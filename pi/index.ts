@@ -312,15 +312,20 @@ export default async function agentDispatch(pi: ExtensionAPI): Promise<void> {
 		});
 	}
 
-	/** `/dispatch check [AGENT…]`: run the offline read-only check now; the report lands as a message. */
-	async function showCheck(agents: string[], ctx: ExtensionContext): Promise<void> {
-		let bin: string;
+	/** The dispatcher binary, or undefined after telling the person how to install it. */
+	function binaryOrSay(ctx: ExtensionContext): string | undefined {
 		try {
-			bin = locate().bin;
+			return locate().bin;
 		} catch (e) {
 			say(ctx, e instanceof Error ? e.message : String(e), "error");
-			return;
+			return undefined;
 		}
+	}
+
+	/** `/dispatch check [AGENT…]`: run the offline read-only check now; the report lands as a message. */
+	async function showCheck(agents: string[], ctx: ExtensionContext): Promise<void> {
+		const bin = binaryOrSay(ctx);
+		if (!bin) return;
 		const which = agents.length ? agents.join(", ") : "every agent";
 		say(ctx, `Running the offline read-only check for ${which}…`, "info");
 		let reports: CheckReport[];
@@ -344,13 +349,8 @@ export default async function agentDispatch(pi: ExtensionAPI): Promise<void> {
 		ctx: ExtensionContext,
 	): Promise<void> {
 		const p: DispatchParams = { ...req, cwd: ctx.cwd };
-		let bin: string;
-		try {
-			bin = locate().bin;
-		} catch (e) {
-			say(ctx, e instanceof Error ? e.message : String(e), "error");
-			return;
-		}
+		const bin = binaryOrSay(ctx);
+		if (!bin) return;
 		const widgetKey = `dispatch-${Date.now()}`;
 		const abort = new AbortController();
 		let live: Text | undefined;

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use agent_dispatch::adapter::{
-    self, Adapter, Capabilities, Env, Launch, LaunchContext, ModelInfo, SelfCheck, StreamParser,
+    self, Adapter, Capabilities, Env, Launch, LaunchContext, ModelEndpoint, ModelInfo, SelfCheck,
+    StreamParser,
 };
 use agent_dispatch::contract::{Failure, FailureKind, StreamEvent};
 use agent_dispatch::request::ValidRequest;
@@ -92,7 +93,7 @@ async fn enforced(
     adapter: &'static dyn Adapter,
     w: &World,
     env: Env,
-    fake: &FakeResponses,
+    endpoint: ModelEndpoint,
 ) -> (agent_dispatch::contract::DispatchResult, Vec<String>) {
     let req = ValidRequest {
         adapter,
@@ -104,7 +105,7 @@ async fn enforced(
     };
     let opts = RunOptions {
         parent_env: env,
-        endpoint: Some(fake.endpoint()),
+        endpoint: Some(endpoint),
         check: CheckPolicy::Enforce,
     };
     let mut notices = Vec::new();
@@ -156,10 +157,10 @@ async fn a_weakened_launch_fails_the_check_and_the_dispatch_is_refused() {
     let fake = FakeResponses::start(Script::new(vec![Step::message("should not run")]))
         .await
         .unwrap();
-    let (ok, _) = enforced(codex(), &w, env.clone(), &fake).await;
+    let (ok, _) = enforced(codex(), &w, env.clone(), fake.endpoint()).await;
     assert!(ok.ok, "{:?}", ok.failure);
     let served = fake.model_requests().len();
-    let (refused, notices) = enforced(&WEAKENED, &w, env, &fake).await;
+    let (refused, notices) = enforced(&WEAKENED, &w, env, fake.endpoint()).await;
     assert!(
         ran_check(&notices),
         "the changed configuration is checked anew"
@@ -214,16 +215,16 @@ async fn the_record_is_reused_and_a_cli_upgrade_invalidates_it() {
         .await
         .unwrap();
 
-    let (first, n1) = enforced(codex(), &w, env.clone(), &fake).await;
+    let (first, n1) = enforced(codex(), &w, env.clone(), fake.endpoint()).await;
     assert!(first.ok, "{:?}", first.failure);
     assert!(ran_check(&n1), "{n1:?}");
-    let (second, n2) = enforced(codex(), &w, env.clone(), &fake).await;
+    let (second, n2) = enforced(codex(), &w, env.clone(), fake.endpoint()).await;
     assert!(second.ok);
     assert!(!ran_check(&n2), "the record is reused: {n2:?}");
     assert_eq!(records(&w), 1);
 
     wrapper(&bin, "codex-cli 0.171.1+wrapped.2");
-    let (third, n3) = enforced(codex(), &w, env.clone(), &fake).await;
+    let (third, n3) = enforced(codex(), &w, env.clone(), fake.endpoint()).await;
     assert!(third.ok, "{:?}", third.failure);
     assert!(ran_check(&n3), "an upgraded CLI is checked again: {n3:?}");
     assert_eq!(records(&w), 2);
@@ -232,7 +233,7 @@ async fn the_record_is_reused_and_a_cli_upgrade_invalidates_it() {
     for e in std::fs::read_dir(w.dir.path().join("records/checks")).unwrap() {
         std::fs::write(e.unwrap().path(), b"{ truncated").unwrap();
     }
-    let (fourth, n4) = enforced(codex(), &w, env, &fake).await;
+    let (fourth, n4) = enforced(codex(), &w, env, fake.endpoint()).await;
     assert!(fourth.ok);
     assert!(ran_check(&n4), "{n4:?}");
 }
@@ -249,7 +250,7 @@ async fn codex_home_under_the_temp_dir_refuses_the_dispatch() {
     let fake = FakeResponses::start(Script::new(vec![Step::message("must not run")]))
         .await
         .unwrap();
-    let (r, _) = enforced(codex(), &w, env, &fake).await;
+    let (r, _) = enforced(codex(), &w, env, fake.endpoint()).await;
     let f = r.failure.expect("refused");
     assert_eq!(f.kind, FailureKind::ReadOnlyUnavailable);
     assert!(f.message.contains("CODEX_HOME"), "{}", f.message);
@@ -356,30 +357,11 @@ async fn without_bubblewrap_claude_fails_the_check_and_the_dispatch_is_refused()
     )
     .await
     .unwrap();
-    let req = ValidRequest {
-        adapter: claude,
-        task: "Inspect the repository.".into(),
-        scope: None,
-        model: None,
-        effort: None,
-        cwd: w.repo_path(),
+    let endpoint = ModelEndpoint {
+        base_url: fake.base_url(),
+        api_key: "throwaway".into(),
     };
-    let opts = RunOptions {
-        parent_env: env,
-        endpoint: Some(agent_dispatch::adapter::ModelEndpoint {
-            base_url: fake.base_url(),
-            api_key: "throwaway".into(),
-        }),
-        check: CheckPolicy::Enforce,
-    };
-    let r = dispatch_valid(
-        &req,
-        &opts,
-        &Supervisor::new(),
-        CancellationToken::new(),
-        &mut |_| {},
-    )
-    .await;
+    let (r, _) = enforced(claude, &w, env, endpoint).await;
     let f = r.failure.expect("refused");
     assert_eq!(f.kind, FailureKind::ReadOnlyUnavailable);
     assert!(
