@@ -49,34 +49,22 @@ fn skipped(why: &str) -> StreamEvent {
     )
 }
 
-/// Run a short helper command under supervision: cancellable (the supervisor's scope), bounded
-/// by [`PROBE_TIMEOUT`], and cleaned up even if the caller stops waiting (the capture runs on
-/// its own task; dropping this future cancels it and the task stops the process group).
+/// Run a short helper command under supervision: cancellable (the supervisor's scope) and
+/// bounded by [`PROBE_TIMEOUT`]. A capture dropped mid-run (the timeout here, or the engine
+/// dropping pre-validation on cancel) kills its process tree on the spot (`KillOnDrop`).
 async fn probe(supervisor: &Supervisor, launch: Launch) -> Result<Captured, Failure> {
-    let token = CancellationToken::new();
-    let _cancel_on_drop = token.clone().drop_guard();
-    let sup = supervisor.clone();
-    let task_token = token.clone();
     let what = launch.display_args()[..2].join(" ");
-    let mut task =
-        tokio::spawn(async move { sup.capture(&launch, &task_token, PROBE_OUTPUT_LIMIT).await });
-    match tokio::time::timeout(PROBE_TIMEOUT, &mut task).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => Err(Failure::new(
-            FailureKind::SpawnFailed,
-            format!("`codex {what}` could not be run: {e}"),
+    let never = CancellationToken::new();
+    let capture = supervisor.capture(&launch, &never, PROBE_OUTPUT_LIMIT);
+    match tokio::time::timeout(PROBE_TIMEOUT, capture).await {
+        Ok(r) => r,
+        Err(_) => Err(Failure::new(
+            FailureKind::IncompleteStream,
+            format!(
+                "`codex {what}` did not finish within {} s",
+                PROBE_TIMEOUT.as_secs()
+            ),
         )),
-        Err(_) => {
-            token.cancel();
-            let _ = task.await;
-            Err(Failure::new(
-                FailureKind::IncompleteStream,
-                format!(
-                    "`codex {what}` did not finish within {} s",
-                    PROBE_TIMEOUT.as_secs()
-                ),
-            ))
-        }
     }
 }
 
