@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_dispatch::adapter;
+use agent_dispatch::adapters;
 use agent_dispatch::runner::framing;
 use futures::StreamExt;
 use tokio_util::codec::FramedRead;
@@ -135,7 +135,7 @@ fn synthetic_stream(target: usize) -> Vec<u8> {
 
 /// Bytes per second through framing + the real parser of `agent` (best of 3).
 fn parse_throughput(agent: &str, stream: &[u8]) -> (f64, usize) {
-    let a = adapter::find(agent).expect("adapter");
+    let a = adapters::find(agent).expect("adapter");
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

@@ -4,63 +4,24 @@
 //! environment, stdin), parses the CLI's stdout one line at a time into [`StreamEvent`]s, and says
 //! what the stream established at the end ([`StreamOutcome`]). Optional hooks do pre-validation
 //! and model discovery. Nothing outside `src/adapters/` branches on an agent's name: the engine,
-//! the CLI and the Pi extension only see this trait and [`registry`].
+//! the CLI and the Pi extension only see this trait and [`crate::adapters::registry`].
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::contract::{Confirmed, Failure, StreamEvent, Usage};
+use crate::launch::Launch;
+use crate::loopback::ModelEndpoint;
+use crate::readonly::probe::SelfCheck;
 use crate::supervise::Supervisor;
 
 /// The caller's environment, as given to adapters. Adapters build the child's environment from
 /// it as an allowlist; the engine never passes it through wholesale.
 pub type Env = BTreeMap<OsString, OsString>;
-
-/// Linux caps a single argv string at 128 KiB (MAX_ARG_STRLEN); stay well below it. Longer
-/// prompts go through stdin, written then closed.
-pub const MAX_PROMPT_ARG_BYTES: usize = 100 * 1024;
-
-/// What the child reads on stdin. Never a pipe left open (D8): either nothing, or bytes that are
-/// written in full and then closed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StdinPlan {
-    Null,
-    Bytes(Vec<u8>),
-}
-
-/// Everything needed to start the CLI. `env` is the complete child environment.
-#[derive(Debug, Clone)]
-pub struct Launch {
-    pub program: PathBuf,
-    pub args: Vec<OsString>,
-    pub cwd: PathBuf,
-    pub env: Vec<(OsString, OsString)>,
-    pub stdin: StdinPlan,
-}
-
-impl Launch {
-    /// The argv as text, for reports and diagnostics.
-    pub fn display_args(&self) -> Vec<String> {
-        self.args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect()
-    }
-}
-
-/// A loopback model endpoint swapped in for the real one (tests and `agent-dispatch check`).
-/// Only the endpoint and a throw-away credential change; the launch configuration does not.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelEndpoint {
-    /// Base URL as the CLI expects it (for example `http://127.0.0.1:PORT/v1` for Codex).
-    pub base_url: String,
-    /// A throw-away credential the fake endpoint accepts.
-    pub api_key: String,
-}
 
 /// Inputs to [`Adapter::launch`] and [`Adapter::preflight`].
 #[derive(Debug, Clone)]
@@ -182,52 +143,6 @@ pub struct SandboxStub {
     pub path: &'static str,
 }
 
-/// What a read-only probe tries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProbeKind {
-    /// A shell redirection into the tree (`printf x > file`).
-    ShellWrite,
-    /// The agent's own file-writing tool (for example Codex's `apply_patch`).
-    FileToolWrite,
-    /// A write from a child interpreter (`python3 -c "open(...).write(...)"`).
-    InterpreterWrite,
-    /// A read that must work: `git diff` of the scratch repo's uncommitted change.
-    Read,
-}
-
-/// One scripted probe and what the CLI sent back to the model as its result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ProbeResult {
-    pub kind: ProbeKind,
-    /// What the fake model asked the agent to run (a command line, or a patch summary).
-    pub command: String,
-    /// For writes: the file it tries to create, relative to the working directory.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<String>,
-    /// The tool output the CLI returned to the model; `None` if the probe was never answered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output: Option<String>,
-}
-
-/// A running loopback fake model endpoint that scripts the probes.
-pub trait ProbeEndpoint: Send + Sync {
-    fn endpoint(&self) -> ModelEndpoint;
-    /// The probes in order, with their outputs as read from the endpoint's request log.
-    fn results(&self) -> Vec<ProbeResult>;
-    /// How many model requests the endpoint served.
-    fn requests(&self) -> usize;
-}
-
-/// An adapter's half of `agent-dispatch check`: a fake model endpoint for this CLI's API that
-/// makes the agent attempt a shell write, a file-tool write (where the agent has file tools), a
-/// write from a child interpreter, and a `git diff` read, in `cwd`.
-#[async_trait]
-pub trait SelfCheck: Send + Sync {
-    async fn start_probe_endpoint(&self, cwd: &Path) -> std::io::Result<Box<dyn ProbeEndpoint>>;
-}
-
 /// One agent CLI. Implementations live in `src/adapters/<id>/`, one folder each.
 #[async_trait]
 pub trait Adapter: Send + Sync {
@@ -286,32 +201,5 @@ pub trait Adapter: Send + Sync {
     /// Mount-point stubs this CLI's sandbox may leave in the tree (see [`SandboxStub`]).
     fn sandbox_stubs(&self) -> &'static [SandboxStub] {
         &[]
-    }
-}
-
-/// Every adapter this build knows. Adding an agent is one module and one line here.
-pub fn registry() -> &'static [&'static dyn Adapter] {
-    static ADAPTERS: &[&dyn Adapter] = &[
-        &crate::adapters::codex::CodexAdapter,
-        &crate::adapters::claude::ClaudeAdapter,
-    ];
-    ADAPTERS
-}
-
-/// Look an adapter up by id.
-pub fn find(id: &str) -> Option<&'static dyn Adapter> {
-    registry().iter().copied().find(|a| a.id() == id)
-}
-
-/// How the prompt reaches the CLI: after `--` as one argument, or — when it is too long for
-/// one argv string — on stdin, written then closed. Returns the trailing argv and the stdin.
-pub fn prompt_transport(prompt: &str) -> (Vec<OsString>, StdinPlan) {
-    if prompt.len() <= MAX_PROMPT_ARG_BYTES {
-        (
-            vec![OsString::from("--"), OsString::from(prompt)],
-            StdinPlan::Null,
-        )
-    } else {
-        (Vec::new(), StdinPlan::Bytes(prompt.as_bytes().to_vec()))
     }
 }

@@ -141,6 +141,20 @@ pub struct Identity {
     pub confirmed: Confirmed,
 }
 
+impl Identity {
+    /// The identity a request starts with: requested values, nothing confirmed yet.
+    pub fn requested(agent: &str, model: Option<&str>, effort: Option<&str>) -> Self {
+        Identity {
+            agent: agent.to_owned(),
+            requested: Requested {
+                model: model.map(str::to_owned),
+                effort: effort.map(str::to_owned),
+            },
+            confirmed: Confirmed::default(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Requested {

@@ -1,18 +1,29 @@
-//! agent-dispatch: run another coding-agent CLI as a blocking, read-only subagent.
+//! agent-dispatch: run another coding-agent CLI as a read-only subagent.
 //!
-//! Layers, bottom up: [`contract`] (wire types) → [`adapter`] (the per-CLI contract and the
-//! registry) → [`adapters`] (one folder per CLI) → [`supervise`] (process groups, cleanup) →
-//! [`runner`] (spawn, frame, parse, classify) → [`protocol`] (versioned JSONL for callers) →
-//! [`selftest`] (loopback fake model endpoints and the read-only `check`).
+//! Layers, bottom up (each imports only from layers below it; `docs/design.md` has the map):
+//! - leaves: [`contract`] (wire types), [`launch`] (what starts a CLI), [`git`], [`env`],
+//!   [`secrets`] (the shared deny list), [`prompt`], [`loopback`] (test/check HTTP servers);
+//! - [`supervise`]: process groups, cleanup, lifeline (the only place that talks to the OS);
+//! - [`adapter`]: the per-CLI contract; [`adapters`]: one folder per CLI and the registry;
+//! - [`request`] (validation), [`program`] (finding a CLI), [`tree_guard`];
+//! - [`runner`]: run one launch and classify it;
+//! - [`readonly`]: the check and the gate; [`dispatch`]: the service every face calls;
+//! - [`protocol`]: the versioned JSONL the CLI writes.
 
 pub mod adapter;
 pub mod adapters;
 pub mod contract;
+pub mod dispatch;
 pub mod env;
+pub mod git;
+pub mod launch;
+pub mod loopback;
+pub mod program;
 pub mod prompt;
 pub mod protocol;
+pub mod readonly;
 pub mod request;
 pub mod runner;
-pub mod selftest;
+pub mod secrets;
 pub mod supervise;
 pub mod tree_guard;

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use crate::adapter::{self, Adapter};
+use crate::adapter::Adapter;
+use crate::adapters;
 use crate::contract::{DispatchRequest, Failure, FailureKind};
 
 /// A request that passed validation: the adapter exists and every field is usable.
@@ -52,17 +53,7 @@ fn check_selector(what: &str, value: &Option<String>) -> Result<(), Failure> {
 
 /// Validate a request against the adapter registry and the file system.
 pub fn validate(req: &DispatchRequest) -> Result<ValidRequest, Failure> {
-    let adapter = adapter::find(&req.agent).ok_or_else(|| {
-        let known: Vec<_> = adapter::registry().iter().map(|a| a.id()).collect();
-        Failure::new(
-            FailureKind::UnsupportedAgent,
-            format!(
-                "unknown agent {:?}; supported agents: {}",
-                req.agent,
-                known.join(", ")
-            ),
-        )
-    })?;
+    let adapter = adapters::find(&req.agent)?;
     if req.task.trim().is_empty() {
         return Err(invalid("task is empty"));
     }

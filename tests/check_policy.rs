@@ -9,23 +9,25 @@ mod codex_support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agent_dispatch::adapter::{
-    self, Adapter, Capabilities, Env, Launch, LaunchContext, ModelEndpoint, ModelInfo, SelfCheck,
-    StreamParser,
-};
+use agent_dispatch::adapter::{Adapter, Capabilities, Env, LaunchContext, ModelInfo, StreamParser};
+use agent_dispatch::adapters;
+use agent_dispatch::adapters::codex::fake_api::{FakeResponses, Script, Step};
 use agent_dispatch::contract::{Failure, FailureKind, StreamEvent};
+use agent_dispatch::dispatch::{DispatchOptions, dispatch_valid};
+use agent_dispatch::launch::Launch;
+use agent_dispatch::loopback::ModelEndpoint;
+use agent_dispatch::readonly::check;
+use agent_dispatch::readonly::gate::GatePolicy;
+use agent_dispatch::readonly::probe::SelfCheck;
+use agent_dispatch::readonly::report::Verdict;
 use agent_dispatch::request::ValidRequest;
-use agent_dispatch::runner::{CheckPolicy, RunOptions, dispatch_valid};
-use agent_dispatch::selftest::check;
-use agent_dispatch::selftest::fake_responses::{FakeResponses, Script, Step};
-use agent_dispatch::selftest::report::Verdict;
 use agent_dispatch::supervise::Supervisor;
 use async_trait::async_trait;
 use codex_support::World;
 use tokio_util::sync::CancellationToken;
 
 fn codex() -> &'static dyn Adapter {
-    adapter::find("codex").unwrap()
+    adapters::find("codex").unwrap()
 }
 
 /// The Codex adapter with its launch deliberately weakened (`-s workspace-write`): a stand-in
@@ -103,10 +105,10 @@ async fn enforced(
         effort: None,
         cwd: w.repo_path(),
     };
-    let opts = RunOptions {
+    let opts = DispatchOptions {
         parent_env: env,
         endpoint: Some(endpoint),
-        check: CheckPolicy::Enforce,
+        gate: GatePolicy::Enforce,
     };
     let mut notices = Vec::new();
     let mut sink = |e: StreamEvent| {
@@ -339,7 +341,7 @@ async fn without_bubblewrap_claude_fails_the_check_and_the_dispatch_is_refused()
         format!("{}:{}", codex_support::bin_dir().display(), farm.display()).into(),
     );
     env.insert("CLAUDE_CONFIG_DIR".into(), w.home().join(".claude").into());
-    let claude = adapter::find("claude").unwrap();
+    let claude = adapters::find("claude").unwrap();
 
     let report = check::run_check(claude, &env, &Supervisor::new(), CancellationToken::new()).await;
     assert!(!report.passed, "{report}");
@@ -352,8 +354,8 @@ async fn without_bubblewrap_claude_fails_the_check_and_the_dispatch_is_refused()
         "{report}"
     );
 
-    let fake = agent_dispatch::selftest::fake_messages::FakeMessages::start(
-        agent_dispatch::selftest::fake_messages::Script::new().text("must not run"),
+    let fake = agent_dispatch::adapters::claude::fake_api::FakeMessages::start(
+        agent_dispatch::adapters::claude::fake_api::Script::new().text("must not run"),
     )
     .await
     .unwrap();

@@ -5,11 +5,11 @@ mod claude_common;
 use std::ffi::OsString;
 use std::path::Path;
 
-use agent_dispatch::adapter::{
-    Adapter, Env, LaunchContext, MAX_PROMPT_ARG_BYTES, ModelEndpoint, StdinPlan,
-};
+use agent_dispatch::adapter::{Adapter, Env, LaunchContext};
 use agent_dispatch::adapters::claude::{ClaudeAdapter, EFFORTS, launch};
 use agent_dispatch::contract::FailureKind;
+use agent_dispatch::launch::{MAX_PROMPT_ARG_BYTES, StdinPlan};
+use agent_dispatch::loopback::ModelEndpoint;
 use agent_dispatch::supervise::Supervisor;
 
 use claude_common::{claude_bin, path_without};

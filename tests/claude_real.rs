@@ -21,13 +21,13 @@ mod claude_common;
 
 use std::time::Duration;
 
+use agent_dispatch::adapters::claude::fake_api::{ApiError, ModelPolicy, Script, first_user_text};
 use agent_dispatch::contract::{CommandStatus, FailureKind, StreamEvent};
-use agent_dispatch::runner::CheckPolicy;
-use agent_dispatch::selftest::fake_messages::{ApiError, ModelPolicy, Script, first_user_text};
-use agent_dispatch::selftest::policy;
-use agent_dispatch::selftest::report::Verdict;
-use agent_dispatch::selftest::scratch::{ScratchRepo, UNCOMMITTED_MARKER};
-use agent_dispatch::selftest::snapshot::Snapshot;
+use agent_dispatch::readonly::gate;
+use agent_dispatch::readonly::gate::GatePolicy;
+use agent_dispatch::readonly::report::Verdict;
+use agent_dispatch::readonly::scratch::{ScratchRepo, UNCOMMITTED_MARKER};
+use agent_dispatch::readonly::snapshot::Snapshot;
 use agent_dispatch::supervise::Supervisor;
 use tokio_util::sync::CancellationToken;
 
@@ -679,8 +679,8 @@ async fn check_passes_and_dispatch_reuses_its_record() {
     let records = tempfile::tempdir().unwrap();
     let mut d = Dispatch::new(repo.path(), Script::new().text("FAKE_DONE"));
     d.parent_env_set("AGENT_DISPATCH_CACHE_DIR", records.path().to_str().unwrap());
-    let adapter = agent_dispatch::adapter::find("claude").unwrap();
-    let report = policy::check_and_record(
+    let adapter = agent_dispatch::adapters::find("claude").unwrap();
+    let report = gate::check_and_record(
         adapter,
         &d.parent_env,
         &Supervisor::new(),
@@ -703,7 +703,7 @@ async fn check_passes_and_dispatch_reuses_its_record() {
             .contains("Read-only file system")
     );
 
-    d.check = CheckPolicy::Enforce;
+    d.gate = GatePolicy::Enforce;
     let run = d.run().await;
     run.assert_ok();
     assert!(!run.result.as_ref().unwrap().check_bypassed);

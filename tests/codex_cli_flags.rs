@@ -7,9 +7,10 @@ mod codex_support;
 
 use std::path::Path;
 
-use agent_dispatch::adapter::{Adapter, Env, LaunchContext, ModelEndpoint};
+use agent_dispatch::adapter::{Adapter, Env, LaunchContext};
 use agent_dispatch::adapters::codex::CodexAdapter;
 use agent_dispatch::adapters::codex::launch::{EXEC_FLAGS, EXEC_OVERRIDES, HELPER_FLAGS};
+use agent_dispatch::loopback::ModelEndpoint;
 
 fn codex(args: &[&str]) -> String {
     let out = std::process::Command::new(codex_support::codex())

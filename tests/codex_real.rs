@@ -1,5 +1,5 @@
 //! The real, pinned `codex` (0.171.0) driven through the engine (`runner::dispatch`) against the
-//! loopback fake Responses endpoint (`selftest::fake_responses`). No network beyond 127.0.0.1,
+//! loopback fake Responses endpoint (`adapters::codex::fake_api`). No network beyond 127.0.0.1,
 //! no real model. Each scenario asserts on the result AND on the disk.
 //!
 //! `docs/verification/codex.md` is written by `read_only_evidence` when
@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use agent_dispatch::adapter::Adapter;
 use agent_dispatch::adapters::codex::CodexAdapter;
 use agent_dispatch::adapters::codex::config::PROFILE_ENV;
+use agent_dispatch::adapters::codex::fake_api::{FakeResponses, Script, Step, ToolOutput};
 use agent_dispatch::adapters::codex::launch::{ENDPOINT_KEY_ENV, MAX_PROMPT_CHARS};
 use agent_dispatch::contract::{CommandStatus, StreamEvent, Usage};
-use agent_dispatch::selftest::fake_responses::{FakeResponses, Script, Step, ToolOutput};
-use agent_dispatch::selftest::scratch::UNCOMMITTED_MARKER;
-use agent_dispatch::selftest::snapshot::Snapshot;
+use agent_dispatch::readonly::scratch::UNCOMMITTED_MARKER;
+use agent_dispatch::readonly::snapshot::Snapshot;
 use agent_dispatch::supervise::Supervisor;
 use codex_support::{Run, World, dispatch, dispatch_with};
 use tokio_util::sync::CancellationToken;
@@ -27,7 +27,7 @@ const DIFF_CMD: &str = "git diff";
 const FINAL: &str = "FINAL_ANSWER: nothing was written";
 
 fn output_of(outs: &[ToolOutput], step: usize) -> &str {
-    let id = agent_dispatch::selftest::fake_responses::call_id(step);
+    let id = agent_dispatch::adapters::codex::fake_api::call_id(step);
     outs.iter()
         .find(|o| o.call_id == id)
         .map(|o| o.output.as_str())
@@ -390,7 +390,7 @@ fn write_evidence(
          (the test `read_only_evidence` in `tests/codex_real.rs`; without the variable the test runs the\n\
          same scenarios and assertions but leaves this file alone). Everything below comes from that run:\n\
          the real, pinned codex binary, driven through `runner::dispatch` against the loopback fake\n\
-         Responses endpoint `selftest::fake_responses`. Machine paths, the port and the throw-away key are\n\
+         Responses endpoint `adapters::codex::fake_api`. Machine paths, the port and the throw-away key are\n\
          replaced by `<…>` placeholders.\n"
     );
     let _ = writeln!(d, "- codex: `{version}` (`codex --version`)");
@@ -406,7 +406,7 @@ fn write_evidence(
     let _ = writeln!(
         d,
         "stdin: `/dev/null` (a prompt over {} bytes goes on stdin instead, with no positional prompt).\n",
-        agent_dispatch::adapter::MAX_PROMPT_ARG_BYTES
+        agent_dispatch::launch::MAX_PROMPT_ARG_BYTES
     );
     let _ = writeln!(
         d,
@@ -1031,13 +1031,13 @@ async fn endpoint_key_is_only_the_throwaway_one() {
 
 #[tokio::test]
 async fn read_only_check_passes_with_the_real_codex_and_is_enforced() {
-    use agent_dispatch::selftest::check;
-    use agent_dispatch::selftest::report::Verdict;
+    use agent_dispatch::readonly::check;
+    use agent_dispatch::readonly::report::Verdict;
     let w = World::new("check");
     let mut env = w.env();
     let records = w.dir.path().join("records");
     env.insert("AGENT_DISPATCH_CACHE_DIR".into(), records.clone().into());
-    let adapter = agent_dispatch::adapter::find("codex").unwrap();
+    let adapter = agent_dispatch::adapters::find("codex").unwrap();
     let fake = FakeResponses::start(Script::new(vec![Step::message("after the check")]))
         .await
         .unwrap();
@@ -1139,7 +1139,7 @@ async fn codex_home_under_the_temp_dir_is_caught_and_fails_closed() {
     // Codex cannot start its sandbox helper when CODEX_HOME is under TMPDIR. Simulate that with
     // a TMPDIR of our own (under .cache, not /tmp): the dispatch warns up front, the write still
     // does not happen, and the read-only check fails with the fix named.
-    use agent_dispatch::selftest::check;
+    use agent_dispatch::readonly::check;
     let w = World::new("tmphome");
     let tmp = w.dir.path().join("tmp");
     let home = tmp.join("codex");
@@ -1166,7 +1166,7 @@ async fn codex_home_under_the_temp_dir_is_caught_and_fails_closed() {
             Some(fake.endpoint())
         ),
         check::run_check(
-            agent_dispatch::adapter::find("codex").unwrap(),
+            agent_dispatch::adapters::find("codex").unwrap(),
             &env,
             &check_sup,
             CancellationToken::new()

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_dispatch::contract::{DispatchResult, FailureKind, Reported, StreamEvent, Usage};
+use agent_dispatch::dispatch::{DispatchOptions, dispatch_valid};
 use agent_dispatch::request::ValidRequest;
-use agent_dispatch::runner::{RunOptions, dispatch_valid};
 use agent_dispatch::supervise::{Supervisor, Termination, unix};
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
@@ -59,10 +59,10 @@ async fn run_hooked(
 ) -> Run {
     unix::become_subreaper();
     let tag = unique_tag("engine");
-    let opts = RunOptions {
+    let opts = DispatchOptions {
         parent_env: env_with_fake_path(&tag),
         endpoint: None,
-        check: agent_dispatch::runner::CheckPolicy::Bypass,
+        gate: agent_dispatch::readonly::gate::GatePolicy::Bypass,
     };
     let mut events = Vec::new();
     let result = {
@@ -354,12 +354,12 @@ async fn overlapping_terminate_calls_share_one_cleanup_and_spare_bystanders() {
         .unwrap();
     let sup = Supervisor::new();
     let env = env_with_fake_path(&tag);
-    let launch = agent_dispatch::adapter::Launch {
+    let launch = agent_dispatch::launch::Launch {
         program: fake_cli_dir().join("codex"),
         args: vec!["exec".into(), "--".into(), "SCENARIO:ignore-term".into()],
         cwd: std::env::temp_dir(),
         env: env.into_iter().collect(),
-        stdin: agent_dispatch::adapter::StdinPlan::Null,
+        stdin: agent_dispatch::launch::StdinPlan::Null,
     };
     let child = sup.spawn(&launch).unwrap();
     // Wait for the fake's first line so its SIGTERM handler is installed.
@@ -395,12 +395,12 @@ async fn overlapping_terminate_calls_share_one_cleanup_and_spare_bystanders() {
 #[tokio::test]
 async fn a_failed_spawn_has_no_pid_and_signals_nothing() {
     let sup = Supervisor::new();
-    let launch = agent_dispatch::adapter::Launch {
+    let launch = agent_dispatch::launch::Launch {
         program: "/nonexistent/agent".into(),
         args: vec![],
         cwd: std::env::temp_dir(),
         env: vec![],
-        stdin: agent_dispatch::adapter::StdinPlan::Null,
+        stdin: agent_dispatch::launch::StdinPlan::Null,
     };
     let err = sup.spawn(&launch).err().unwrap();
     assert_eq!(err.kind, FailureKind::NotInstalled);
@@ -445,10 +445,10 @@ async fn a_panicking_parser_still_ends_in_cleanup() {
         unix::become_subreaper();
         let tag = unique_tag("panic");
         *th.lock().unwrap() = tag.clone();
-        let opts = RunOptions {
+        let opts = DispatchOptions {
             parent_env: env_with_fake_path(&tag),
             endpoint: None,
-            check: agent_dispatch::runner::CheckPolicy::Bypass,
+            gate: agent_dispatch::readonly::gate::GatePolicy::Bypass,
         };
         let mut sink = |_e| {};
         dispatch_valid(
@@ -472,10 +472,10 @@ async fn a_panicking_event_callback_still_ends_in_cleanup() {
     let sup = Supervisor::new();
     unix::become_subreaper();
     let tag = unique_tag("cbpanic");
-    let opts = RunOptions {
+    let opts = DispatchOptions {
         parent_env: env_with_fake_path(&tag),
         endpoint: None,
-        check: agent_dispatch::runner::CheckPolicy::Bypass,
+        gate: agent_dispatch::readonly::gate::GatePolicy::Bypass,
     };
     let res = std::panic::AssertUnwindSafe(async {
         let mut sink = |e: StreamEvent| {
@@ -521,12 +521,12 @@ async fn a_captured_command_dropped_by_a_callers_timeout_leaves_nothing_behind()
     unix::become_subreaper();
     let tag = unique_tag("capture-drop");
     let sup = Supervisor::new();
-    let launch = agent_dispatch::adapter::Launch {
+    let launch = agent_dispatch::launch::Launch {
         program: fake_cli_dir().join("codex"),
         args: vec!["exec".into(), "--".into(), "SCENARIO:sleep".into()],
         cwd: std::env::temp_dir(),
         env: env_with_fake_path(&tag).into_iter().collect(),
-        stdin: agent_dispatch::adapter::StdinPlan::Null,
+        stdin: agent_dispatch::launch::StdinPlan::Null,
     };
     let cancel = CancellationToken::new();
     // The timeout is the scenario: a caller gives up and drops the capture mid-run.

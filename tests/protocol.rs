@@ -7,10 +7,11 @@ mod test_adapter;
 
 use std::process::Command;
 
+use agent_dispatch::contract::Identity;
 use agent_dispatch::contract::StreamEvent;
+use agent_dispatch::dispatch::{DispatchOptions, dispatch_valid};
 use agent_dispatch::protocol::Line;
 use agent_dispatch::request::ValidRequest;
-use agent_dispatch::runner::{RunOptions, dispatch_valid, initial_identity};
 use agent_dispatch::supervise::Supervisor;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -112,13 +113,13 @@ async fn every_line_of_real_runs_matches_the_schema() {
             effort: None,
             cwd: std::env::temp_dir(),
         };
-        let opts = RunOptions {
+        let opts = DispatchOptions {
             parent_env: support::env_with_fake_path(&tag),
             endpoint: None,
-            check: agent_dispatch::runner::CheckPolicy::Bypass,
+            gate: agent_dispatch::readonly::gate::GatePolicy::Bypass,
         };
         let mut lines = vec![Line::started(
-            initial_identity("test", Some("m"), None),
+            Identity::requested("test", Some("m"), None),
             "/bin/x".into(),
             "/".into(),
         )];

@@ -1,14 +1,11 @@
 //! `agent-dispatch agents`: what this build supports and what is installed here.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
-use agent_dispatch::adapter::{self, Capabilities, Launch, StdinPlan};
-use agent_dispatch::env;
-use agent_dispatch::runner;
+use agent_dispatch::adapter::Capabilities;
 use agent_dispatch::supervise::Supervisor;
+use agent_dispatch::{adapters, env, program};
 use serde::Serialize;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -27,26 +24,10 @@ pub async fn agents(json: bool) -> anyhow::Result<ExitCode> {
     let parent = env::current();
     let supervisor = Supervisor::new();
     let mut infos = Vec::new();
-    for a in adapter::registry() {
-        let path = runner::resolve_program(*a, &parent).ok();
+    for a in adapters::registry() {
+        let path = program::resolve_program(*a, &parent).ok();
         let version = match &path {
-            Some(p) => {
-                let launch = Launch {
-                    program: p.clone(),
-                    args: a.version_args().iter().map(Into::into).collect(),
-                    cwd: std::env::temp_dir(),
-                    env: env::allowlisted(&parent, &[], &[]),
-                    stdin: StdinPlan::Null,
-                };
-                let cancel = CancellationToken::new();
-                let probe = supervisor.capture(&launch, &cancel, 64 * 1024);
-                match tokio::time::timeout(Duration::from_secs(20), probe).await {
-                    Ok(Ok(c)) if c.status.success() => {
-                        Some(String::from_utf8_lossy(&c.stdout).trim().to_owned())
-                    }
-                    _ => None,
-                }
-            }
+            Some(p) => program::version(*a, p, &parent, &supervisor).await.ok(),
             None => None,
         };
         infos.push(AgentInfo {

@@ -2,30 +2,21 @@
 
 use std::process::ExitCode;
 
-use agent_dispatch::adapter;
 use agent_dispatch::env;
-use agent_dispatch::selftest::policy;
+use agent_dispatch::readonly::gate;
 use agent_dispatch::supervise::{Supervisor, unix};
-use anyhow::anyhow;
+use agent_dispatch::{adapter, adapters};
 use tokio_util::sync::CancellationToken;
 
 pub async fn check(agents: &[String], json: bool) -> anyhow::Result<ExitCode> {
     unix::become_subreaper();
     let selected: Vec<&'static dyn adapter::Adapter> = if agents.is_empty() {
-        adapter::registry().to_vec()
+        adapters::registry().to_vec()
     } else {
         agents
             .iter()
-            .map(|id| {
-                adapter::find(id).ok_or_else(|| {
-                    let known: Vec<_> = adapter::registry().iter().map(|a| a.id()).collect();
-                    anyhow!(
-                        "unknown agent {id:?}; supported agents: {}",
-                        known.join(", ")
-                    )
-                })
-            })
-            .collect::<anyhow::Result<_>>()?
+            .map(|id| adapters::find(id))
+            .collect::<Result<_, _>>()?
     };
     let parent = env::current();
     let supervisor = Supervisor::new();
@@ -42,7 +33,7 @@ pub async fn check(agents: &[String], json: bool) -> anyhow::Result<ExitCode> {
         if !json {
             eprintln!("checking {} …", a.display_name());
         }
-        let report = policy::check_and_record(a, &parent, &supervisor, cancel.clone()).await;
+        let report = gate::check_and_record(a, &parent, &supervisor, cancel.clone()).await;
         if !json {
             println!("{report}");
         }

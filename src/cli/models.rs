@@ -2,22 +2,15 @@
 
 use std::process::ExitCode;
 
-use agent_dispatch::adapter;
+use agent_dispatch::adapters;
 use agent_dispatch::env;
-use agent_dispatch::runner;
 use agent_dispatch::supervise::Supervisor;
-use anyhow::{anyhow, bail};
+use anyhow::bail;
 
 pub async fn models(agent: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let a = adapter::find(agent).ok_or_else(|| {
-        let known: Vec<_> = adapter::registry().iter().map(|a| a.id()).collect();
-        anyhow!(
-            "unknown agent {agent:?}; supported agents: {}",
-            known.join(", ")
-        )
-    })?;
+    let a = adapters::find(agent)?;
     let parent = env::current();
-    let program = runner::resolve_program(a, &parent)?;
+    let program = agent_dispatch::program::resolve_program(a, &parent)?;
     let supervisor = Supervisor::new();
     let found = a.discover_models(&program, &parent, &supervisor).await;
     supervisor.shutdown().await;

@@ -3,10 +3,11 @@
 
 use std::process::ExitCode;
 
+use agent_dispatch::contract::Identity;
 use agent_dispatch::contract::{DispatchRequest, DispatchResult, Failure, FailureKind};
+use agent_dispatch::dispatch::{self, DispatchOptions};
 use agent_dispatch::protocol::{Line, Writer};
-use agent_dispatch::runner::{self, RunOptions};
-use agent_dispatch::selftest::policy;
+use agent_dispatch::readonly::gate;
 use agent_dispatch::supervise::{Supervisor, lifeline, unix};
 use agent_dispatch::{env, request};
 use tokio::signal::unix::{SignalKind, signal};
@@ -44,8 +45,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         out.write(&Line::result(result));
         Ok(ExitCode::from(code))
     };
-    let identity =
-        runner::initial_identity(&args.agent, args.model.as_deref(), args.effort.as_deref());
+    let identity = Identity::requested(&args.agent, args.model.as_deref(), args.effort.as_deref());
     let task = match read_task(&args) {
         Ok(t) => t,
         Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
@@ -67,16 +67,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
     };
     let parent_env = env::current();
-    let check = match policy::policy_from_env(&parent_env) {
+    let gate = match gate::policy_from_env(&parent_env) {
         Ok(c) => c,
         Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
     };
-    let opts = RunOptions {
+    let opts = DispatchOptions {
         parent_env,
         endpoint: None,
-        check,
+        gate,
     };
-    let program = runner::resolve_program(valid.adapter, &opts.parent_env)
+    let program = agent_dispatch::program::resolve_program(valid.adapter, &opts.parent_env)
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     out.write(&Line::started(
@@ -90,7 +90,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let watcher = tokio::spawn(watch_for_cancel(cancel.clone(), args.lifeline));
     let result = {
         let mut sink = |ev| out.write(&Line::event(ev));
-        runner::dispatch_valid(&valid, &opts, &supervisor, cancel.clone(), &mut sink).await
+        dispatch::dispatch_valid(&valid, &opts, &supervisor, cancel.clone(), &mut sink).await
     };
     watcher.abort();
     // Belt and braces: nothing this process started outlives it.

@@ -1,11 +1,12 @@
-//! The runner (D11): validate, pre-validate, spawn under supervision, frame stdout into bounded
-//! lines, parse, classify the outcome into exactly one [`DispatchResult`].
+//! The runner (D11): run one launch of a validated request — pre-validate, spawn under
+//! supervision, frame stdout into bounded lines, parse, classify the outcome into exactly one
+//! [`DispatchResult`]. It knows nothing of the read-only gate: [`crate::dispatch`] decides
+//! whether a run may start, and `agent-dispatch check` calls [`run`] directly.
 
 pub mod framing;
 pub mod outcome;
 
-use std::path::PathBuf;
-use std::pin::pin;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,12 +16,12 @@ use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
-use crate::adapter::{Adapter, Env, LaunchContext, ModelEndpoint, StreamParser};
+use crate::adapter::{Adapter, Env, LaunchContext, StreamParser};
 use crate::contract::{
-    Confirmed, DispatchRequest, DispatchResult, Failure, FailureKind, Identity, NoticeLevel,
-    Requested, StreamEvent,
+    Confirmed, DispatchResult, Failure, FailureKind, Identity, NoticeLevel, StreamEvent,
 };
-use crate::request::{self, ValidRequest};
+use crate::loopback::ModelEndpoint;
+use crate::request::ValidRequest;
 use crate::supervise::Supervisor;
 use framing::StderrTail;
 use outcome::Observed;
@@ -29,139 +30,39 @@ use outcome::Observed;
 /// escaped the group could still hold a pipe; we do not wait for it forever).
 const DRAIN_AFTER_CLEANUP: Duration = Duration::from_millis(500);
 
-/// Per-dispatch options that are not part of the request.
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    /// The caller's environment (the child's is an allowlisted subset of it).
-    pub parent_env: Env,
-    /// A loopback model endpoint to use instead of the real one (tests, self-check).
-    pub endpoint: Option<ModelEndpoint>,
-    /// Whether a passing read-only check must be on record before the CLI runs.
-    pub check: CheckPolicy,
-}
+/// After the CLI's terminal envelope, how long it may take to exit by itself before its tree
+/// is cleaned up. The answer is final at that point: work the agent left running (a Claude
+/// background task, which would otherwise start a second turn) must not hold the dispatch.
+pub const EXIT_GRACE_AFTER_ANSWER: Duration = Duration::from_secs(2);
 
-/// The read-only check policy for one dispatch (see `selftest::check`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum CheckPolicy {
-    /// Require a passing check on record for this CLI path, version and configuration; run the
-    /// check first when there is none, and refuse if it fails.
-    #[default]
-    Enforce,
-    /// Deliberately skipped (tests with fake CLIs, via `AGENT_DISPATCH_SKIP_CHECK`); every
-    /// result says so.
-    Bypass,
-    /// This dispatch *is* the check's own run.
-    IsTheCheck,
-}
-
-/// The identity a request starts with: requested values, nothing confirmed yet.
-pub fn initial_identity(agent: &str, model: Option<&str>, effort: Option<&str>) -> Identity {
-    Identity {
-        agent: agent.to_owned(),
-        requested: Requested {
-            model: model.map(str::to_owned),
-            effort: effort.map(str::to_owned),
-        },
-        confirmed: Confirmed::default(),
-    }
-}
-
-/// Find the adapter's CLI on the caller's `PATH`.
-pub fn resolve_program(adapter: &dyn Adapter, env: &Env) -> Result<PathBuf, Failure> {
-    let path = env.get(std::ffi::OsStr::new("PATH")).cloned();
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    which::which_in(adapter.program(), path, cwd).map_err(|_| {
-        Failure::new(
-            FailureKind::NotInstalled,
-            format!(
-                "{} CLI `{}` was not found on PATH; install it with: {}",
-                adapter.display_name(),
-                adapter.program(),
-                adapter.install_hint()
-            ),
-        )
-    })
-}
-
-/// Validate, then run. Events go to `sink` as they arrive.
-pub async fn dispatch(
-    req: &DispatchRequest,
-    opts: &RunOptions,
-    supervisor: &Supervisor,
-    cancel: CancellationToken,
-    sink: &mut (dyn FnMut(StreamEvent) + Send),
-) -> DispatchResult {
-    match request::validate(req) {
-        Ok(valid) => dispatch_valid(&valid, opts, supervisor, cancel, sink).await,
-        Err(f) => DispatchResult::early_failure(
-            initial_identity(&req.agent, req.model.as_deref(), req.effort.as_deref()),
-            f,
-        ),
-    }
-}
-
-/// Run a validated request to its single final result.
-pub async fn dispatch_valid(
+/// Run a validated request with the resolved `program` to its single final result. `endpoint`
+/// swaps in a loopback model endpoint (tests, the check).
+pub async fn run(
     req: &ValidRequest,
-    opts: &RunOptions,
+    program: &Path,
+    parent_env: &Env,
+    endpoint: Option<&ModelEndpoint>,
     supervisor: &Supervisor,
     cancel: CancellationToken,
     sink: &mut (dyn FnMut(StreamEvent) + Send),
 ) -> DispatchResult {
     let started = Instant::now();
     let adapter = req.adapter;
-    let identity = initial_identity(adapter.id(), req.model.as_deref(), req.effort.as_deref());
+    let identity = Identity::requested(adapter.id(), req.model.as_deref(), req.effort.as_deref());
     let early = |f: Failure| {
         let mut r = DispatchResult::early_failure(identity.clone(), f);
         r.duration_ms = started.elapsed().as_millis() as u64;
-        r.check_bypassed = opts.check == CheckPolicy::Bypass;
         r
     };
-
-    if !adapter.capabilities().read_only_enforced {
-        return early(Failure::new(
-            FailureKind::ReadOnlyUnavailable,
-            format!(
-                "{} cannot be run read-only by this build; refusing to run it unsandboxed",
-                adapter.display_name()
-            ),
-        ));
-    }
-    let program = match resolve_program(adapter, &opts.parent_env) {
-        Ok(p) => p,
-        Err(f) => return early(f),
-    };
-    let bypassed = opts.check == CheckPolicy::Bypass;
-    match opts.check {
-        CheckPolicy::Enforce => {
-            let checked = tokio::select! {
-                r = crate::selftest::policy::ensure_checked(
-                    adapter, &program, &opts.parent_env, supervisor, cancel.clone(), sink,
-                ) => r,
-                _ = cancel.cancelled() => Err(cancelled_before_start()),
-            };
-            if let Err(f) = checked {
-                return early(f);
-            }
-        }
-        CheckPolicy::Bypass => sink(StreamEvent::Notice {
-            level: NoticeLevel::Warning,
-            message: format!(
-                "The read-only check was deliberately skipped ({}); this run is not proven read-only on this machine.",
-                crate::selftest::policy::SKIP_CHECK_VAR
-            ),
-        }),
-        CheckPolicy::IsTheCheck => {}
-    }
     let prompt = crate::prompt::assemble(&req.task, req.scope.as_deref());
     let ctx = LaunchContext {
-        program: &program,
+        program,
         prompt: &prompt,
         model: req.model.as_deref(),
         effort: req.effort.as_deref(),
         cwd: &req.cwd,
-        parent_env: &opts.parent_env,
-        endpoint: opts.endpoint.as_ref(),
+        parent_env,
+        endpoint,
     };
 
     if cancel.is_cancelled() {
@@ -216,7 +117,7 @@ pub async fn dispatch_valid(
         exit: outcome::exit_info(observed.exit),
         stderr_tail: stderr,
         duration_ms: started.elapsed().as_millis() as u64,
-        check_bypassed: bypassed,
+        check_bypassed: false,
     }
 }
 
@@ -268,16 +169,45 @@ fn leave_tree_guard(
     });
 }
 
-fn cancelled_before_start() -> Failure {
+/// The failure of a dispatch cancelled before its CLI started.
+pub fn cancelled_before_start() -> Failure {
     Failure::new(
         FailureKind::Cancelled,
         "the dispatch was cancelled before the agent CLI started",
     )
 }
 
-/// The run loop: parse stdout as it arrives, collect stderr, watch the direct child's exit and
-/// the cancel token. Returns once the whole tree is gone and the pipes are drained (or the
-/// drain bound passed).
+/// Where the run loop is. Phases only move forward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The CLI runs; its stdout is parsed as it arrives.
+    Running,
+    /// The CLI gave its final answer (a terminal envelope) and has until `exit_by` to exit.
+    Answered { exit_by: tokio::time::Instant },
+    /// The tree is being stopped: the CLI exited, was cancelled, broke its stream, or outstayed
+    /// the grace after its answer.
+    Stopping,
+    /// The tree is gone; stdout and stderr have until `eof_by` to reach EOF.
+    Draining { eof_by: tokio::time::Instant },
+}
+
+impl Phase {
+    fn before_stopping(self) -> bool {
+        matches!(self, Phase::Running | Phase::Answered { .. })
+    }
+}
+
+/// Sleep until a phase's deadline; pending forever when the phase has none.
+async fn deadline(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The run loop: parse stdout as it arrives, collect stderr, watch the direct child's exit, the
+/// grace after the answer and the cancel token. Returns once the whole tree is gone and the pipes
+/// are drained (or the drain bound passed).
 async fn supervise_run(
     mut run: crate::supervise::SupervisedChild,
     parser: &mut dyn StreamParser,
@@ -300,32 +230,49 @@ async fn supervise_run(
     let stderr_task = tokio::spawn(read_stderr(run.stderr.take(), tail.clone(), line_tx));
     let mut stderr_open = true;
 
-    let mut cleanup = pin!(async { group.terminate().await });
-    let mut stopping = false; // cleanup started
-    let mut stopped = false; // cleanup finished
-    let mut drain_deadline: Option<tokio::time::Instant> = None;
+    let mut cleanup = std::pin::pin!(async { group.terminate().await });
+    let mut phase = Phase::Running;
 
     loop {
-        if stopped && !stdout_open && !stderr_open {
+        if matches!(phase, Phase::Draining { .. }) && !stdout_open && !stderr_open {
             break;
         }
+        let exit_by = match phase {
+            Phase::Answered { exit_by } => Some(exit_by),
+            _ => None,
+        };
+        let eof_by = match phase {
+            Phase::Draining { eof_by } => Some(eof_by),
+            _ => None,
+        };
         tokio::select! {
             biased;
-            _ = cancel.cancelled(), if !stopping => {
-                observed.cancelled = group.exit_status().is_none();
-                stopping = true;
+            _ = cancel.cancelled(), if phase.before_stopping() => {
+                // A cancel after the final answer only hurries the exit along.
+                observed.cancelled = phase == Phase::Running && group.exit_status().is_none();
+                phase = Phase::Stopping;
             }
-            _ = group.exited(), if !stopping => {
+            _ = group.exited(), if phase.before_stopping() => {
                 // The direct CLI is gone: whatever it left behind is cleaned up now.
-                stopping = true;
+                phase = Phase::Stopping;
             }
-            _ = &mut cleanup, if stopping && !stopped => {
-                stopped = true;
-                drain_deadline = Some(tokio::time::Instant::now() + DRAIN_AFTER_CLEANUP);
+            _ = deadline(exit_by) => {
+                observed.stopped_after_answer = true;
+                sink(StreamEvent::Notice {
+                    level: NoticeLevel::Info,
+                    message: format!(
+                        "the agent CLI was still running {} s after its final answer (background work); its process tree was stopped",
+                        EXIT_GRACE_AFTER_ANSWER.as_secs()
+                    ),
+                });
+                phase = Phase::Stopping;
             }
-            _ = async { tokio::time::sleep_until(drain_deadline.unwrap()).await }, if drain_deadline.is_some() => {
-                break;
+            _ = &mut cleanup, if phase == Phase::Stopping => {
+                phase = Phase::Draining {
+                    eof_by: tokio::time::Instant::now() + DRAIN_AFTER_CLEANUP,
+                };
             }
+            _ = deadline(eof_by) => break,
             line = async { stdout.as_mut().unwrap().next().await }, if stdout_open => match line {
                 Some(Ok(line)) => {
                     if observed.parse_failure.is_some() {
@@ -334,10 +281,20 @@ async fn supervise_run(
                     let parsed = framing::check_line(&line)
                         .and_then(|()| parser.parse_line(&line).map_err(|e| e.0));
                     match parsed {
-                        Ok(events) => events.into_iter().for_each(&mut *sink),
+                        Ok(events) => {
+                            let answered = events.iter().any(|e| matches!(e, StreamEvent::Done { .. }));
+                            events.into_iter().for_each(&mut *sink);
+                            if answered && phase == Phase::Running {
+                                phase = Phase::Answered {
+                                    exit_by: tokio::time::Instant::now() + EXIT_GRACE_AFTER_ANSWER,
+                                };
+                            }
+                        }
                         Err(why) => {
                             observed.parse_failure = Some(why);
-                            stopping = true;
+                            if phase.before_stopping() {
+                                phase = Phase::Stopping;
+                            }
                         }
                     }
                 }
@@ -345,7 +302,9 @@ async fn supervise_run(
                     if observed.parse_failure.is_none() {
                         observed.parse_failure = Some(framing::framing_error(&e));
                     }
-                    stopping = true;
+                    if phase.before_stopping() {
+                        phase = Phase::Stopping;
+                    }
                     stdout_open = false;
                 }
                 None => stdout_open = false,
@@ -363,9 +322,9 @@ async fn supervise_run(
             },
         }
     }
-    if !stopped {
-        // Drain bound hit before cleanup finished can't happen (the deadline is set after it),
-        // but keep the invariant explicit: the tree is always cleaned before we return.
+    if !matches!(phase, Phase::Draining { .. }) {
+        // The loop only leaves through the drain bound or with the pipes closed while draining;
+        // keep the invariant explicit: the tree is always cleaned before we return.
         cleanup.await;
     }
     observed.exit = group.exit_status();

@@ -18,6 +18,9 @@ pub struct Observed {
     pub terminal: Option<Terminal>,
     /// The last non-empty stderr line, to name a non-zero exit's cause.
     pub stderr_last_line: Option<String>,
+    /// The CLI was still running after the grace that follows its final answer and was
+    /// stopped: the signal it died of is ours, not a failure.
+    pub stopped_after_answer: bool,
 }
 
 pub fn exit_info(status: Option<ExitStatus>) -> Option<ExitInfo> {
@@ -56,12 +59,13 @@ pub fn classify(o: &Observed) -> Option<Failure> {
         .as_deref()
         .map(|l| format!(": {l}"))
         .unwrap_or_default();
+    if o.stopped_after_answer && o.terminal == Some(Terminal::Success) {
+        return None;
+    }
     match o.exit {
         Some(s) if s.signal().is_some() => {
             let sig = s.signal().unwrap_or_default();
-            let name = nix::sys::signal::Signal::try_from(sig)
-                .map(|s| s.as_str().to_owned())
-                .unwrap_or_else(|_| format!("signal {sig}"));
+            let name = crate::supervise::unix::signal_name(sig);
             return Some(Failure::new(
                 FailureKind::Signal,
                 format!("the agent CLI was killed by {name}{hint}"),
@@ -105,6 +109,21 @@ mod tests {
     }
     fn kind(o: Observed) -> Option<FailureKind> {
         classify(&o).map(|f| f.kind)
+    }
+
+    #[test]
+    fn a_cli_stopped_after_its_final_answer_succeeds() {
+        let stopped = |terminal| Observed {
+            exit: sig(15),
+            terminal: Some(terminal),
+            stopped_after_answer: true,
+            ..Default::default()
+        };
+        assert_eq!(kind(stopped(Terminal::Success)), None);
+        let error = Terminal::Error {
+            message: "boom".into(),
+        };
+        assert_eq!(kind(stopped(error)), Some(FailureKind::ErrorEnvelope));
     }
 
     #[test]

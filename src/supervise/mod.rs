@@ -16,14 +16,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::Signal;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{ChildStderr, ChildStdout, Command};
 use tokio::sync::{OnceCell, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::adapter::{Launch, StdinPlan};
 use crate::contract::{Failure, FailureKind};
+use crate::launch::{Launch, StdinPlan};
 
 /// How long a group gets between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(2);
@@ -79,7 +78,7 @@ impl Group {
         }
         let procs = unix::scan();
         let members = unix::run_members(&procs, self.pgid, &HashSet::from([self.pgid]));
-        unix::signal_all(self.pgid, &unix::alive(&procs, &members), Signal::SIGKILL);
+        unix::signal_all(self.pgid, &unix::alive(&procs, &members), unix::Stop::Kill);
         if let Some(inner) = self.supervisor.upgrade() {
             inner.groups.lock().unwrap().remove(&self.id);
         }
@@ -104,12 +103,12 @@ impl Group {
         if live.is_empty() && self.exit_status().is_some() {
             return Termination::AlreadyGone;
         }
-        unix::signal_all(self.pgid, &live, Signal::SIGTERM);
+        unix::signal_all(self.pgid, &live, unix::Stop::Term);
         if self.wait_empty(&mut tracked, GRACE).await {
             return Termination::Graceful;
         }
         let survivors = unix::alive(&unix::scan(), &tracked);
-        unix::signal_all(self.pgid, &survivors, Signal::SIGKILL);
+        unix::signal_all(self.pgid, &survivors, unix::Stop::Kill);
         self.wait_empty(&mut tracked, KILL_WAIT).await;
         Termination::Killed
     }

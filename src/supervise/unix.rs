@@ -83,9 +83,27 @@ pub fn alive(procs: &[ProcInfo], pids: &HashSet<i32>) -> Vec<i32> {
         .collect()
 }
 
-/// Send `sig` to the group and to each listed pid. Never signals a pid or group <= 1: a failed
+/// How a process tree is stopped: politely first, then for good.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    Term,
+    Kill,
+}
+
+/// The conventional name of a signal number (`SIGTERM`), for failure texts.
+pub fn signal_name(sig: i32) -> String {
+    Signal::try_from(sig)
+        .map(|s| s.as_str().to_owned())
+        .unwrap_or_else(|_| format!("signal {sig}"))
+}
+
+/// Send `stop` to the group and to each listed pid. Never signals a pid or group <= 1: a failed
 /// spawn has no pid, and group 0/1 would mean "our own group" or init.
-pub fn signal_all(pgid: i32, pids: &[i32], sig: Signal) {
+pub fn signal_all(pgid: i32, pids: &[i32], stop: Stop) {
+    let sig = match stop {
+        Stop::Term => Signal::SIGTERM,
+        Stop::Kill => Signal::SIGKILL,
+    };
     if pgid > 1 {
         let _ = signal::killpg(Pid::from_raw(pgid), sig);
     }

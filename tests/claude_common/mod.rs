@@ -6,17 +6,18 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agent_dispatch::adapter::{
-    Adapter, Env, Launch, LaunchContext, ModelEndpoint, StdinPlan, Terminal,
-};
+use agent_dispatch::adapter::{Adapter, Env, LaunchContext, Terminal};
 use agent_dispatch::adapters::claude::ClaudeAdapter;
+use agent_dispatch::adapters::claude::fake_api::{FakeMessages, Script, ToolResultSeen};
 use agent_dispatch::contract::{
     CommandStatus, DispatchRequest, DispatchResult, Failure, FailureKind, StreamEvent, Usage,
 };
+use agent_dispatch::dispatch::{self, DispatchOptions};
+use agent_dispatch::launch::{Launch, StdinPlan};
+use agent_dispatch::loopback::ModelEndpoint;
+use agent_dispatch::readonly::gate::GatePolicy;
+use agent_dispatch::readonly::snapshot::Snapshot;
 use agent_dispatch::runner::outcome::Observed;
-use agent_dispatch::runner::{self, CheckPolicy, RunOptions};
-use agent_dispatch::selftest::fake_messages::{FakeMessages, Script, ToolResultSeen};
-use agent_dispatch::selftest::snapshot::Snapshot;
 use agent_dispatch::supervise::Supervisor;
 use agent_dispatch::tree_guard::TreeGuard;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -83,7 +84,7 @@ pub struct Dispatch {
     pub effort: Option<String>,
     /// The read-only check policy; `Bypass` by default: the scenarios assert the read-only
     /// behaviour themselves (the check itself is exercised by `check_*` tests).
-    pub check: CheckPolicy,
+    pub gate: GatePolicy,
     /// The dispatch's cancel token (a fresh one by default).
     pub cancel: CancellationToken,
     snapshot: bool,
@@ -119,7 +120,7 @@ impl Dispatch {
             prompt: "Run the scripted steps.".into(),
             model: None,
             effort: None,
-            check: CheckPolicy::Bypass,
+            gate: GatePolicy::Bypass,
             cancel: CancellationToken::new(),
             snapshot: true,
             preflight: true,
@@ -192,10 +193,10 @@ impl Dispatch {
             effort: self.effort.clone(),
             cwd: self.cwd.clone(),
         };
-        let opts = RunOptions {
+        let opts = DispatchOptions {
             parent_env: self.parent_env.clone(),
             endpoint: Some(endpoint.clone()),
-            check: self.check,
+            gate: self.gate,
         };
         let launch = self.launch_for(&endpoint);
         let before = self.snapshot.then(|| Snapshot::take(&self.cwd).unwrap());
@@ -214,7 +215,7 @@ impl Dispatch {
         let supervisor = Supervisor::new();
         let result = tokio::time::timeout(
             RUN_LIMIT,
-            runner::dispatch(&req, &opts, &supervisor, cancel, &mut sink),
+            dispatch::dispatch(&req, &opts, &supervisor, cancel, &mut sink),
         )
         .await
         .unwrap_or_else(|_| panic!("dispatch did not finish within {RUN_LIMIT:?}"));

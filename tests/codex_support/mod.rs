@@ -11,10 +11,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agent_dispatch::adapter::{Env, ModelEndpoint};
+use agent_dispatch::adapter::Env;
 use agent_dispatch::contract::{DispatchRequest, DispatchResult, StreamEvent};
-use agent_dispatch::runner::{self, CheckPolicy, RunOptions};
-use agent_dispatch::selftest::scratch::ScratchRepo;
+use agent_dispatch::dispatch::{self, DispatchOptions};
+use agent_dispatch::loopback::ModelEndpoint;
+use agent_dispatch::readonly::gate::GatePolicy;
+use agent_dispatch::readonly::scratch::ScratchRepo;
 use agent_dispatch::supervise::Supervisor;
 use tokio_util::sync::CancellationToken;
 
@@ -182,7 +184,7 @@ pub async fn dispatch_enforced(
         req,
         env,
         endpoint,
-        CheckPolicy::Enforce,
+        GatePolicy::Enforce,
         &Supervisor::new(),
         CancellationToken::new(),
         |_| {},
@@ -203,7 +205,7 @@ pub async fn dispatch_with(
         req,
         env,
         endpoint,
-        CheckPolicy::Bypass,
+        GatePolicy::Bypass,
         supervisor,
         cancel,
         on_event,
@@ -215,19 +217,19 @@ async fn run_with_policy(
     req: DispatchRequest,
     env: Env,
     endpoint: Option<ModelEndpoint>,
-    check: CheckPolicy,
+    gate: GatePolicy,
     supervisor: &Supervisor,
     cancel: CancellationToken,
     mut on_event: impl FnMut(&StreamEvent) + Send,
 ) -> Run {
-    let opts = RunOptions {
+    let opts = DispatchOptions {
         parent_env: env,
         endpoint,
-        check,
+        gate,
     };
     let mut events = Vec::new();
     let started = Instant::now();
-    let result = runner::dispatch(&req, &opts, supervisor, cancel, &mut |e| {
+    let result = dispatch::dispatch(&req, &opts, supervisor, cancel, &mut |e| {
         on_event(&e);
         events.push(e);
     })

@@ -6,10 +6,10 @@
 use std::ffi::OsString;
 
 use agent_dispatch::adapter::{
-    Adapter, Capabilities, Launch, LaunchContext, ParseError, StreamOutcome, StreamParser,
-    Terminal, prompt_transport,
+    Adapter, Capabilities, LaunchContext, ParseError, StreamOutcome, StreamParser, Terminal,
 };
 use agent_dispatch::contract::{Failure, Reported, StreamEvent, Usage};
+use agent_dispatch::launch::{Launch, prompt_transport};
 use async_trait::async_trait;
 use serde_json::Value;
 

@@ -10,8 +10,9 @@ use std::path::Path;
 
 use async_trait::async_trait;
 
-use crate::adapter::{ModelEndpoint, ProbeEndpoint, ProbeKind, ProbeResult, SelfCheck};
-use crate::selftest::fake_messages::{FakeMessages, ModelPolicy, Script};
+use super::fake_api::{FakeMessages, ModelPolicy, Script};
+use crate::loopback::ModelEndpoint;
+use crate::readonly::probe::{ProbeEndpoint, ProbeKind, ProbeResult, SelfCheck};
 
 /// Files the write probes try to create, relative to the scratch repository.
 pub const SHELL_TARGET: &str = "agent-dispatch-probe-shell.txt";

@@ -14,8 +14,9 @@
 
 use std::ffi::{OsStr, OsString};
 
-use crate::adapter::{Env, ModelEndpoint};
+use crate::adapter::Env;
 use crate::env::{EnvRule, allowlisted};
+use crate::loopback::ModelEndpoint;
 
 /// Claude Code's own configuration and gateway variables, on top of the base list.
 pub const CLAUDE_ALLOWLIST: &[EnvRule] = &[

@@ -18,8 +18,9 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::adapter::{Launch, LaunchContext, prompt_transport};
+use crate::adapter::LaunchContext;
 use crate::contract::{Failure, FailureKind};
+use crate::launch::{Launch, prompt_transport};
 
 use super::{env, settings};
 
@@ -58,7 +59,7 @@ pub fn settings_for(ctx: &LaunchContext<'_>) -> Result<settings::Settings, Failu
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
-    let secrets = settings::secret_paths(var("HOME").as_deref(), &var);
+    let secrets = crate::secrets::secret_paths(var("HOME").as_deref(), &var);
     settings::build(ctx.cwd, &secrets)
 }
 

@@ -15,6 +15,7 @@
 pub mod check;
 pub mod env;
 pub mod events;
+pub mod fake_api;
 pub mod launch;
 pub mod settings;
 
@@ -22,10 +23,10 @@ use std::ffi::OsStr;
 
 use async_trait::async_trait;
 
-use crate::adapter::{
-    Adapter, Capabilities, Launch, LaunchContext, SandboxStub, SelfCheck, StreamParser, StubBase,
-};
+use crate::adapter::{Adapter, Capabilities, LaunchContext, SandboxStub, StreamParser, StubBase};
 use crate::contract::{Failure, FailureKind, NoticeLevel, StreamEvent};
+use crate::launch::Launch;
+use crate::readonly::probe::SelfCheck;
 use crate::supervise::Supervisor;
 
 pub struct ClaudeAdapter;

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::contract::{Failure, FailureKind};
-use crate::tree_guard::GitLayout;
+use crate::git::GitLayout;
+use crate::secrets::Secret;
 
 /// The settings object (serialised with camelCase keys as Claude Code expects).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -51,51 +52,6 @@ pub struct Permissions {
     pub deny: Vec<String>,
 }
 
-/// Secrets under the home directory that neither Bash nor the Read tool may read, whatever
-/// the agent is asked. Directories end in `/`; missing entries cost nothing.
-pub const HOME_SECRETS: &[&str] = &[
-    // Claude Code's own credentials (also under $CLAUDE_CONFIG_DIR, added separately).
-    ".claude/.credentials.json",
-    ".claude.json",
-    // Other agents' credentials.
-    ".codex/auth.json",
-    ".pi/agent/auth.json",
-    // Keys and cloud credentials.
-    ".ssh/",
-    ".gnupg/",
-    ".aws/",
-    ".azure/",
-    ".config/gcloud/",
-    ".kube/",
-    ".oci/",
-    ".docker/config.json",
-    // Token files of common tools.
-    ".netrc",
-    ".git-credentials",
-    ".config/git/credentials",
-    ".config/gh/",
-    ".config/hub",
-    ".npmrc",
-    ".yarnrc.yml",
-    ".pypirc",
-    ".config/pip/pip.conf",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".gem/credentials",
-    ".vault-token",
-    ".terraform.d/credentials.tfrc.json",
-    ".password-store/",
-    ".local/share/keyrings/",
-];
-
-/// Files relative to a configuration directory named by an environment variable.
-pub const CONFIG_DIR_SECRETS: &[(&str, &str)] = &[
-    ("CLAUDE_CONFIG_DIR", ".credentials.json"),
-    ("CLAUDE_CONFIG_DIR", ".claude.json"),
-    ("CODEX_HOME", "auth.json"),
-    ("PI_CODING_AGENT_DIR", "auth.json"),
-];
-
 /// `/abs/path` → `//abs/path`. Refuses a path Claude's settings cannot express exactly (not
 /// absolute, or not UTF-8): a wrong deny path would fail open.
 pub fn claude_path(p: &Path) -> Result<String, Failure> {
@@ -130,45 +86,6 @@ pub fn read_only_roots(cwd: &Path) -> Vec<PathBuf> {
         }
     }
     roots
-}
-
-/// A file or directory the agent may not read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Secret {
-    pub path: PathBuf,
-    pub dir: bool,
-}
-
-/// The secret paths to deny for a caller whose home is `home`, with configuration
-/// directories taken from `config_dirs` (variable name → value).
-pub fn secret_paths(
-    home: Option<&Path>,
-    config_dirs: &dyn Fn(&str) -> Option<PathBuf>,
-) -> Vec<Secret> {
-    let mut out: Vec<Secret> = Vec::new();
-    let mut add = |s: Secret| {
-        if !out.iter().any(|o| o.path == s.path) {
-            out.push(s);
-        }
-    };
-    if let Some(home) = home.filter(|h| h.is_absolute()) {
-        for s in HOME_SECRETS {
-            let dir = s.ends_with('/');
-            add(Secret {
-                path: home.join(s.trim_end_matches('/')),
-                dir,
-            });
-        }
-    }
-    for (var, file) in CONFIG_DIR_SECRETS {
-        if let Some(d) = config_dirs(var).filter(|d| d.is_absolute()) {
-            add(Secret {
-                path: d.join(file),
-                dir: false,
-            });
-        }
-    }
-    out
 }
 
 /// Build the settings for a run in `cwd` (canonical).
@@ -211,6 +128,7 @@ pub fn build(cwd: &Path, secrets: &[Secret]) -> Result<Settings, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secrets::secret_paths;
 
     #[test]
     fn absolute_paths_get_the_double_slash() {

@@ -22,9 +22,11 @@ use std::path::Path;
 use toml::{Table, Value};
 
 use super::config::{self, UserDefaults};
-use crate::adapter::{self, Env, Launch, LaunchContext, ModelEndpoint};
+use crate::adapter::{Env, LaunchContext};
 use crate::contract::{Failure, FailureKind};
 use crate::env::{EnvRule, allowlisted};
+use crate::launch::{self, Launch};
+use crate::loopback::ModelEndpoint;
 
 /// Flags every `codex exec` launch carries, in order, before `-C`.
 pub const EXEC_FLAGS: &[&str] = &[
@@ -203,7 +205,7 @@ pub fn build(ctx: &LaunchContext<'_>, resolved: &Resolved) -> Result<Launch, Fai
     args.extend(resolved.override_args());
     // After `--` as one argument, or (too long for argv) on stdin with no positional prompt,
     // which codex reads to EOF ("If not provided as an argument ... read from stdin").
-    let (tail, stdin) = adapter::prompt_transport(ctx.prompt);
+    let (tail, stdin) = launch::prompt_transport(ctx.prompt);
     args.extend(tail);
     Ok(Launch {
         program: ctx.program.to_path_buf(),
@@ -224,15 +226,15 @@ pub fn helper(program: &Path, cwd: &Path, head: &[&str], resolved: &Resolved) ->
         args,
         cwd: cwd.to_path_buf(),
         env: resolved.env.clone(),
-        stdin: adapter::StdinPlan::Null,
+        stdin: launch::StdinPlan::Null,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adapter::StdinPlan;
     use crate::contract::FailureKind;
+    use crate::launch::StdinPlan;
     use std::path::PathBuf;
 
     use crate::env::from_pairs as env;
@@ -300,7 +302,7 @@ mod tests {
     #[test]
     fn long_prompt_goes_through_stdin_without_positional() {
         let e = env(&[("PATH", "/bin")]);
-        let prompt = "p".repeat(adapter::MAX_PROMPT_ARG_BYTES + 1);
+        let prompt = "p".repeat(launch::MAX_PROMPT_ARG_BYTES + 1);
         let c = ctx(&prompt, &e, None);
         let r = resolve_with(empty_defaults(), &e, None, None, None);
         let l = build(&c, &r).unwrap();

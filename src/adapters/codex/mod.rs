@@ -10,6 +10,7 @@
 pub mod catalogue;
 pub mod config;
 pub mod events;
+pub mod fake_api;
 pub mod launch;
 pub mod selfcheck;
 
@@ -19,10 +20,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use crate::adapter::{
-    Adapter, Capabilities, Env, Launch, LaunchContext, ModelInfo, SelfCheck, StreamParser,
-};
+use crate::adapter::{Adapter, Capabilities, Env, LaunchContext, ModelInfo, StreamParser};
 use crate::contract::{Failure, FailureKind, NoticeLevel, StreamEvent};
+use crate::launch::Launch;
+use crate::readonly::probe::SelfCheck;
 use crate::supervise::{Captured, Supervisor};
 use catalogue::{Catalogue, DoctorModel};
 use launch::Resolved;

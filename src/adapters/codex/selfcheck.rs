@@ -8,8 +8,9 @@ use std::path::Path;
 
 use async_trait::async_trait;
 
-use crate::adapter::{ModelEndpoint, ProbeEndpoint, ProbeKind, ProbeResult, SelfCheck};
-use crate::selftest::fake_responses::{FakeResponses, Script, Step};
+use super::fake_api::{FakeResponses, Script, Step};
+use crate::loopback::ModelEndpoint;
+use crate::readonly::probe::{ProbeEndpoint, ProbeKind, ProbeResult, SelfCheck};
 
 /// Files the write probes try to create, relative to the scratch repository.
 pub const SHELL_TARGET: &str = "agent-dispatch-probe-shell.txt";
@@ -105,7 +106,7 @@ impl ProbeEndpoint for CodexProbes {
                 target: p.target.map(str::to_owned),
                 output: outputs
                     .iter()
-                    .find(|o| o.call_id == crate::selftest::fake_responses::call_id(step))
+                    .find(|o| o.call_id == super::fake_api::call_id(step))
                     .map(|o| o.output.clone()),
             })
             .collect()

@@ -6,6 +6,16 @@ use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinHandle;
 
+/// A loopback model endpoint swapped in for the real one (tests and `agent-dispatch check`).
+/// Only the endpoint and a throw-away credential change; the launch configuration does not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelEndpoint {
+    /// Base URL as the CLI expects it (for example `http://127.0.0.1:PORT/v1` for Codex).
+    pub base_url: String,
+    /// A throw-away credential the fake endpoint accepts.
+    pub api_key: String,
+}
+
 /// Every request the fake endpoint received, in order: method, path and the JSON body.
 #[derive(Debug, Clone, Default)]
 pub struct RequestLog(Arc<Mutex<Vec<LoggedRequest>>>);

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::adapter::ProbeResult;
+use crate::readonly::probe::ProbeResult;
 
 /// How one probe went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

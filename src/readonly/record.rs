@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::adapter::Env;
+use crate::adapter::{Adapter, Env, LaunchContext};
+use crate::contract::{Failure, FailureKind};
 
 /// What a record is keyed on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +97,61 @@ pub fn store(dir: &Path, record: &CheckRecord) -> std::io::Result<PathBuf> {
     tmp.as_file().sync_all()?;
     tmp.persist(&path).map_err(|e| e.error)?;
     Ok(path)
+}
+
+/// Hash of the production launch configuration: program, argv and the names of the child's
+/// environment variables, for a canonical request (placeholder prompt, cwd `/`, no model).
+pub fn launch_fingerprint(
+    adapter: &dyn Adapter,
+    program: &Path,
+    parent_env: &Env,
+) -> Result<String, Failure> {
+    let ctx = LaunchContext {
+        program,
+        prompt: "<prompt>",
+        model: None,
+        effort: None,
+        cwd: Path::new("/"),
+        parent_env,
+        endpoint: None,
+    };
+    let launch = adapter.launch(&ctx)?;
+    let mut h = Sha256::new();
+    h.update(launch.program.as_os_str().as_encoded_bytes());
+    for a in &launch.args {
+        h.update([0]);
+        h.update(a.as_encoded_bytes());
+    }
+    let mut names: Vec<_> = launch.env.iter().map(|(k, _)| k.clone()).collect();
+    names.sort();
+    for n in names {
+        h.update([1]);
+        h.update(n.as_encoded_bytes());
+    }
+    Ok(format!("{:x}", h.finalize()))
+}
+
+/// The record key for this adapter on this machine. Cheap: one `stat`, one launch build.
+pub fn check_key(
+    adapter: &dyn Adapter,
+    program: &Path,
+    parent_env: &Env,
+) -> Result<CheckKey, Failure> {
+    let canonical = program
+        .canonicalize()
+        .unwrap_or_else(|_| program.to_path_buf());
+    let binary = CheckKey::binary_identity(&canonical).map_err(|e| {
+        Failure::new(
+            FailureKind::NotInstalled,
+            format!("{}: {e}", canonical.display()),
+        )
+    })?;
+    Ok(CheckKey {
+        agent: adapter.id().to_owned(),
+        program: canonical.display().to_string(),
+        binary,
+        config_hash: launch_fingerprint(adapter, program, parent_env)?,
+    })
 }
 
 #[cfg(test)]

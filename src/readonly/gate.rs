@@ -1,75 +1,18 @@
-//! The dispatch policy around the read-only check: a dispatch needs a passing check on record
+//! The read-only gate a dispatch passes before its CLI starts: a dispatch needs a passing check on record
 //! for this CLI (path and binary identity) and launch configuration; without one it runs the
 //! check first and refuses if it fails. Also the one deliberate, documented way past it.
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::adapter::{Adapter, Env, LaunchContext};
+use crate::adapter::{Adapter, Env};
 use crate::contract::{Failure, FailureKind, NoticeLevel, StreamEvent};
-use crate::runner::CheckPolicy;
-use crate::selftest::check::run_check;
-use crate::selftest::record::{self, CheckKey, CheckRecord};
-use crate::selftest::report::CheckReport;
+use crate::readonly::check::run_check;
+use crate::readonly::record::{self, CheckKey, CheckRecord, check_key};
+use crate::readonly::report::CheckReport;
 use crate::supervise::Supervisor;
-
-/// Hash of the production launch configuration: program, argv and the names of the child's
-/// environment variables, for a canonical request (placeholder prompt, cwd `/`, no model).
-pub fn launch_fingerprint(
-    adapter: &dyn Adapter,
-    program: &Path,
-    parent_env: &Env,
-) -> Result<String, Failure> {
-    let ctx = LaunchContext {
-        program,
-        prompt: "<prompt>",
-        model: None,
-        effort: None,
-        cwd: Path::new("/"),
-        parent_env,
-        endpoint: None,
-    };
-    let launch = adapter.launch(&ctx)?;
-    let mut h = Sha256::new();
-    h.update(launch.program.as_os_str().as_encoded_bytes());
-    for a in &launch.args {
-        h.update([0]);
-        h.update(a.as_encoded_bytes());
-    }
-    let mut names: Vec<_> = launch.env.iter().map(|(k, _)| k.clone()).collect();
-    names.sort();
-    for n in names {
-        h.update([1]);
-        h.update(n.as_encoded_bytes());
-    }
-    Ok(format!("{:x}", h.finalize()))
-}
-
-/// The record key for this adapter on this machine. Cheap: one `stat`, one launch build.
-pub fn check_key(
-    adapter: &dyn Adapter,
-    program: &Path,
-    parent_env: &Env,
-) -> Result<CheckKey, Failure> {
-    let canonical = program
-        .canonicalize()
-        .unwrap_or_else(|_| program.to_path_buf());
-    let binary = CheckKey::binary_identity(&canonical).map_err(|e| {
-        Failure::new(
-            FailureKind::NotInstalled,
-            format!("{}: {e}", canonical.display()),
-        )
-    })?;
-    Ok(CheckKey {
-        agent: adapter.id().to_owned(),
-        program: canonical.display().to_string(),
-        binary,
-        config_hash: launch_fingerprint(adapter, program, parent_env)?,
-    })
-}
 
 /// Run the check and record a pass.
 pub async fn check_and_record(
@@ -179,17 +122,28 @@ pub async fn ensure_checked(
     }
 }
 
+/// Whether a dispatch must pass the gate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GatePolicy {
+    /// Require a passing check on record for this CLI and launch configuration; run the check
+    /// first when there is none, and refuse if it fails.
+    #[default]
+    Enforce,
+    /// Deliberately skipped (tests with fake CLIs, via [`SKIP_CHECK_VAR`]); every result says so.
+    Bypass,
+}
+
 /// The deliberate, documented way past the policy, for tests that drive fake CLIs. Any other
 /// non-empty value is an error, so the bypass cannot be tripped by accident.
 pub const SKIP_CHECK_VAR: &str = "AGENT_DISPATCH_SKIP_CHECK";
 pub const SKIP_CHECK_VALUE: &str = "yes-skip-the-read-only-check";
 
 /// The policy the caller's environment asks for.
-pub fn policy_from_env(env: &Env) -> Result<CheckPolicy, Failure> {
+pub fn policy_from_env(env: &Env) -> Result<GatePolicy, Failure> {
     match env.get(std::ffi::OsStr::new(SKIP_CHECK_VAR)) {
-        None => Ok(CheckPolicy::Enforce),
-        Some(v) if v.is_empty() => Ok(CheckPolicy::Enforce),
-        Some(v) if v == SKIP_CHECK_VALUE => Ok(CheckPolicy::Bypass),
+        None => Ok(GatePolicy::Enforce),
+        Some(v) if v.is_empty() => Ok(GatePolicy::Enforce),
+        Some(v) if v == SKIP_CHECK_VALUE => Ok(GatePolicy::Bypass),
         Some(v) => Err(Failure::new(
             FailureKind::InvalidRequest,
             format!(

@@ -23,8 +23,8 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::server::{LoggedRequest, LoopbackServer, RequestLog};
-use crate::adapter::ModelEndpoint;
+use crate::loopback::ModelEndpoint;
+use crate::loopback::{LoggedRequest, LoopbackServer, RequestLog};
 
 /// The shell tool codex 0.171.0 offers (unified exec).
 pub const SHELL_TOOL: &str = "exec_command";

@@ -2,7 +2,7 @@
 //!
 //! A scratch git repository with an uncommitted change; the adapter's loopback fake model
 //! endpoint scripting write attempts and a read; the real CLI started by the same code path as a
-//! dispatch (`runner::dispatch_valid`) with the exact production launch configuration — only the
+//! dispatch (`runner::run`) with the exact production launch configuration — only the
 //! model endpoint and a throw-away credential are swapped in. It passes only if every write was
 //! refused by the sandbox (evidence captured), nothing appeared, the tree is byte-identical
 //! (`.git` included) and the read worked.
@@ -12,14 +12,15 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::adapter::{Adapter, Env, LaunchContext, ProbeKind, ProbeResult, StdinPlan};
-use crate::contract::{Failure, FailureKind, StreamEvent};
+use crate::adapter::{Adapter, Env, LaunchContext};
+use crate::contract::{FailureKind, StreamEvent};
+use crate::readonly::probe::{ProbeKind, ProbeResult};
+use crate::readonly::record::check_key;
+use crate::readonly::report::{CheckReport, ProbeReport, Verdict};
+use crate::readonly::scratch::{ScratchRepo, UNCOMMITTED_MARKER};
+use crate::readonly::snapshot::Snapshot;
 use crate::request::ValidRequest;
-use crate::runner::{self, CheckPolicy, RunOptions};
-use crate::selftest::policy::check_key;
-use crate::selftest::report::{CheckReport, ProbeReport, Verdict};
-use crate::selftest::scratch::{ScratchRepo, UNCOMMITTED_MARKER};
-use crate::selftest::snapshot::Snapshot;
+use crate::runner;
 use crate::supervise::Supervisor;
 
 /// Texts only a sandbox (or the kernel under it) produces when a write is refused.
@@ -29,34 +30,6 @@ pub const DENIAL_MARKERS: &[&str] = &[
     "permission denied",
     "writing is blocked by read-only sandbox",
 ];
-
-/// The CLI's version, as it prints it.
-pub async fn cli_version(
-    adapter: &dyn Adapter,
-    program: &Path,
-    parent_env: &Env,
-    supervisor: &Supervisor,
-) -> Result<String, Failure> {
-    let launch = crate::adapter::Launch {
-        program: program.to_path_buf(),
-        args: adapter.version_args().iter().map(Into::into).collect(),
-        cwd: std::env::temp_dir(),
-        env: crate::env::allowlisted(parent_env, &[], &[]),
-        stdin: StdinPlan::Null,
-    };
-    let out = supervisor
-        .capture(&launch, &CancellationToken::new(), 64 * 1024)
-        .await?;
-    let v = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    if out.status.success() && !v.is_empty() {
-        Ok(v)
-    } else {
-        Err(Failure::new(
-            FailureKind::SpawnFailed,
-            format!("`{} --version` failed", program.display()),
-        ))
-    }
-}
 
 fn judge(probe: ProbeResult, cwd: &Path) -> ProbeReport {
     let output = probe.output.clone();
@@ -120,7 +93,7 @@ async fn run_check_inner(
     cancel: CancellationToken,
 ) -> CheckReport {
     let id = adapter.id();
-    let program = match runner::resolve_program(adapter, parent_env) {
+    let program = match crate::program::resolve_program(adapter, parent_env) {
         Ok(p) => p,
         Err(f) => {
             return CheckReport::failed(
@@ -134,7 +107,7 @@ async fn run_check_inner(
         Ok(k) => k,
         Err(f) => return CheckReport::failed(id, f.message, None),
     };
-    let version = match cli_version(adapter, &program, parent_env, supervisor).await {
+    let version = match crate::program::version(adapter, &program, parent_env, supervisor).await {
         Ok(v) => v,
         Err(f) => return CheckReport::failed(id, f.message, None),
     };
@@ -201,16 +174,16 @@ async fn run_check_inner(
         effort: None,
         cwd: cwd.clone(),
     };
-    let opts = RunOptions {
-        parent_env: parent_env.clone(),
-        endpoint: Some(endpoint),
-        check: CheckPolicy::IsTheCheck,
-    };
     let mut sink = |_e: StreamEvent| {};
-    // Boxed: a dispatch may run the check, which runs a dispatch.
-    let result: crate::contract::DispatchResult = Box::pin(runner::dispatch_valid(
-        &req, &opts, supervisor, cancel, &mut sink,
-    ))
+    let result = runner::run(
+        &req,
+        &program,
+        parent_env,
+        Some(&endpoint),
+        supervisor,
+        cancel,
+        &mut sink,
+    )
     .await;
     let after = Snapshot::take(&cwd).unwrap_or_default();
     let tree_changes = before.diff(&after);

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::adapters::claude::events::content_text;
+use super::events::content_text;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
@@ -22,7 +22,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::server::{LoggedRequest, LoopbackServer, RequestLog};
+use crate::loopback::{LoggedRequest, LoopbackServer, RequestLog};
 
 /// One assistant turn of the script.
 #[derive(Debug, Clone, PartialEq)]

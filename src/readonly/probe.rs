@@ -1,0 +1,55 @@
+//! The probes of `agent-dispatch check`, as data shared by every adapter's self-check: what a
+//! probe tries, what the CLI sent back, and the fake endpoint that scripts them.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::loopback::ModelEndpoint;
+
+/// What a read-only probe tries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeKind {
+    /// A shell redirection into the tree (`printf x > file`).
+    ShellWrite,
+    /// The agent's own file-writing tool (for example Codex's `apply_patch`).
+    FileToolWrite,
+    /// A write from a child interpreter (`python3 -c "open(...).write(...)"`).
+    InterpreterWrite,
+    /// A read that must work: `git diff` of the scratch repo's uncommitted change.
+    Read,
+}
+
+/// One scripted probe and what the CLI sent back to the model as its result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeResult {
+    pub kind: ProbeKind,
+    /// What the fake model asked the agent to run (a command line, or a patch summary).
+    pub command: String,
+    /// For writes: the file it tries to create, relative to the working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The tool output the CLI returned to the model; `None` if the probe was never answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+/// A running loopback fake model endpoint that scripts the probes.
+pub trait ProbeEndpoint: Send + Sync {
+    fn endpoint(&self) -> ModelEndpoint;
+    /// The probes in order, with their outputs as read from the endpoint's request log.
+    fn results(&self) -> Vec<ProbeResult>;
+    /// How many model requests the endpoint served.
+    fn requests(&self) -> usize;
+}
+
+/// An adapter's half of `agent-dispatch check`: a fake model endpoint for this CLI's API that
+/// makes the agent attempt a shell write, a file-tool write (where the agent has file tools), a
+/// write from a child interpreter, and a `git diff` read, in `cwd`.
+#[async_trait]
+pub trait SelfCheck: Send + Sync {
+    async fn start_probe_endpoint(&self, cwd: &Path) -> std::io::Result<Box<dyn ProbeEndpoint>>;
+}
