@@ -2,7 +2,7 @@
 //!
 //! Layers, bottom up (each imports only from layers below it; `docs/design.md` has the map):
 //! - leaves: [`contract`] (wire types), [`launch`] (what starts a CLI), [`git`], [`env`],
-//!   [`secrets`] (the shared deny list), [`prompt`], [`loopback`] (test/check HTTP servers);
+//!   [`secrets`] (the shared deny list), [`prompt`], [`text`], [`loopback`] (test/check HTTP servers);
 //! - [`supervise`]: process groups, cleanup, lifeline (the only place that talks to the OS);
 //! - [`adapter`]: the per-CLI contract; [`adapters`]: one folder per CLI and the registry;
 //! - [`request`] (validation), [`program`] (finding a CLI), [`tree_guard`];
@@ -26,4 +26,5 @@ pub mod request;
 pub mod runner;
 pub mod secrets;
 pub mod supervise;
+pub mod text;
 pub mod tree_guard;

@@ -1,4 +1,5 @@
-//! Command-line interface: `run`, `agents`, `models`.
+//! The command-line face: `run`, `agents`, `models`, `check`. Each subcommand is a thin shell
+//! over the library (`run` over [`agent_dispatch::dispatch`]); nothing here knows an agent.
 
 mod agents;
 mod check;

@@ -356,7 +356,7 @@ impl ClaudeParser {
                 command,
                 status,
                 exit_code,
-                output_tail: Some(tail(&output, OUTPUT_TAIL_BYTES)),
+                output_tail: Some(crate::text::tail(&output, OUTPUT_TAIL_BYTES).to_owned()),
             });
         }
         events
@@ -573,18 +573,6 @@ fn exit_code(output: &str) -> Option<i64> {
         .trim()
         .parse()
         .ok()
-}
-
-/// The last `max` bytes of `s`, cut at a character boundary.
-pub fn tail(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut start = s.len() - max;
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    s[start..].to_owned()
 }
 
 fn tail_chars(s: &str, max: usize) -> String {

@@ -258,7 +258,7 @@ impl CodexParser {
                 };
                 let output_tail = (status != CommandStatus::Started
                     && !aggregated_output.is_empty())
-                .then(|| tail(&aggregated_output, OUTPUT_TAIL_BYTES).to_owned());
+                .then(|| crate::text::tail(&aggregated_output, OUTPUT_TAIL_BYTES).to_owned());
                 vec![StreamEvent::Command {
                     id,
                     command,
@@ -345,18 +345,6 @@ impl CodexParser {
 
 fn activity(kind: ActivityKind, text: String) -> StreamEvent {
     StreamEvent::Activity { kind, text }
-}
-
-/// The last `max` bytes of `s`, cut forward to a char boundary.
-pub fn tail(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut start = s.len() - max;
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    &s[start..]
 }
 
 fn add_usage(total: Option<Usage>, turn: Usage) -> Usage {
@@ -655,14 +643,6 @@ mod tests {
         assert_eq!(*exit_code, Some(1));
         assert!(t.len() <= OUTPUT_TAIL_BYTES && t.len() >= OUTPUT_TAIL_BYTES - 1);
         assert!(t.chars().all(|c| c == 'é'));
-    }
-
-    #[test]
-    fn tail_is_char_boundary_safe() {
-        assert_eq!(tail("abc", 10), "abc");
-        assert_eq!(tail("a✓b", 2), "b");
-        assert_eq!(tail("a✓b", 4), "✓b");
-        assert_eq!(tail("🎉🎉", 5), "🎉");
     }
 
     #[test]
