@@ -281,10 +281,12 @@ async fn supervise_run(
                     let parsed = framing::check_line(&line)
                         .and_then(|()| parser.parse_line(&line).map_err(|e| e.0));
                     match parsed {
+                        // The answer is final: what the CLI says after it is not forwarded.
+                        Ok(_) if phase != Phase::Running => {}
                         Ok(events) => {
                             let answered = events.iter().any(|e| matches!(e, StreamEvent::Done { .. }));
                             events.into_iter().for_each(&mut *sink);
-                            if answered && phase == Phase::Running {
+                            if answered {
                                 phase = Phase::Answered {
                                     exit_by: tokio::time::Instant::now() + EXIT_GRACE_AFTER_ANSWER,
                                 };
