@@ -9,7 +9,7 @@
  *   failure its kind and diagnostics.
  */
 
-import type { ActivityItem } from "./bridge.ts";
+import type { ActivityItem } from "./activity.ts";
 import type { DispatchDetails } from "./details.ts";
 import type { Identity, PiUsage, Reported } from "./protocol.ts";
 

@@ -5,7 +5,7 @@
  * argv: BIN AGENT TASK
  */
 
-import { startDispatch } from "../../bridge.ts";
+import { startDispatch } from "../../dispatch.ts";
 
 const [bin, agent, task] = process.argv.slice(2);
 const run = startDispatch(bin!, { agent: agent!, task: task!, cwd: process.cwd() }, {
