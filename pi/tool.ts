@@ -40,7 +40,7 @@ export type DispatchToolArgs = Static<typeof DISPATCH_PARAMETERS>;
 export function parametersFor(agentIds: readonly string[]): typeof DISPATCH_PARAMETERS {
 	if (agentIds.length === 0) return DISPATCH_PARAMETERS;
 	const agent = Type.Unsafe<string>({ type: "string", enum: [...agentIds], description: "Which coding-agent CLI to run." });
-	return { ...DISPATCH_PARAMETERS, properties: { ...DISPATCH_PARAMETERS.properties, agent } };
+	return Type.Object({ ...DISPATCH_PARAMETERS.properties, agent });
 }
 
 function describeAgents(agents: readonly AgentInfo[]): string {

@@ -1,6 +1,8 @@
 /**
- * The bridge against the real `agent-dispatch` binary and the fake agent CLI: spawning, protocol
- * parsing, coalesced progress, abort, lifeline, shutdown, and failures the binary cannot report.
+ * The bridge to the binary (`dispatch.ts`, `process.ts`, `captured.ts`, `discovery.ts`,
+ * `coalesce.ts`) against the real `agent-dispatch` binary and the fake agent CLI: spawning,
+ * protocol parsing, coalesced progress, abort, lifeline, shutdown, and failures the binary cannot
+ * report.
  */
 
 import assert from "node:assert/strict";
