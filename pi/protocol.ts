@@ -127,7 +127,7 @@ export interface ModelCatalogue {
 	}[];
 }
 
-/** `agent-dispatch check --json`: one report per agent (see src/selftest/check.rs). */
+/** `agent-dispatch check --json`: one report per agent (see src/readonly/report.rs). */
 export interface CheckReport {
 	agent: string;
 	passed: boolean;
