@@ -714,6 +714,8 @@ async fn replacing_the_vendor_binary_runs_the_check_again() {
         ran_check(&n3),
         "a replaced vendor binary is checked again: {n3:?}"
     );
+    let why = format!("native-cli {} changed", native.display());
+    assert!(n3.iter().any(|m| m.contains(&why)), "{n3:?}");
     assert_eq!(records(&w), 2);
 }
 
@@ -758,6 +760,8 @@ async fn another_bwrap_on_path_or_another_environment_value_runs_the_check_again
     let (r, n) = run(env.clone()).await;
     assert!(r.ok, "{:?}", r.failure);
     assert!(ran_check(&n), "a new bwrap on PATH is checked: {n:?}");
+    let why = format!("sandbox-helper {} is new", sbin.join("bwrap").display());
+    assert!(n.iter().any(|m| m.contains(&why)), "{n:?}");
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
         calls.contains("--ro-bind / /"),
@@ -769,6 +773,7 @@ async fn another_bwrap_on_path_or_another_environment_value_runs_the_check_again
     let (r, n) = run(env).await;
     assert!(r.ok, "{:?}", r.failure);
     assert!(ran_check(&n), "a changed TMPDIR value is checked: {n:?}");
+    assert!(n.iter().any(|m| m.contains("the launch changed")), "{n:?}");
     assert_eq!(records(&w), 3);
 }
 

@@ -67,18 +67,33 @@ pub async fn ensure_checked(
     sink: &mut (dyn FnMut(StreamEvent) + Send),
 ) -> Result<(), Failure> {
     let key = check_key(adapter, program, parent_env)?;
-    if let Some(dir) = record::cache_dir(parent_env)
-        && record::load(&dir, &key).is_some()
+    let dir = record::cache_dir(parent_env);
+    if let Some(dir) = &dir
+        && record::load(dir, &key).is_some()
     {
         return Ok(());
     }
-    sink(StreamEvent::Notice {
-        level: NoticeLevel::Info,
-        message: format!(
+    let changes = dir
+        .as_deref()
+        .and_then(|d| record::latest(d, &key.agent, &key.program))
+        .map(|old| key.changes_from(&old.key))
+        .unwrap_or_default();
+    let message = if changes.is_empty() {
+        format!(
             "First dispatch to {} at {} with this configuration: running the offline read-only check…",
             adapter.display_name(),
             key.program
-        ),
+        )
+    } else {
+        format!(
+            "Since {}'s last passing check, {}: running the offline read-only check again…",
+            adapter.display_name(),
+            changes.join("; ")
+        )
+    };
+    sink(StreamEvent::Notice {
+        level: NoticeLevel::Info,
+        message,
     });
     let report = check_and_record(adapter, parent_env, supervisor, cancel.clone()).await;
     if cancel.is_cancelled() {

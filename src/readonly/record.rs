@@ -97,7 +97,7 @@ impl FileStamp {
             None => "absent".into(),
             Some(i) => {
                 let mut s = format!(
-                    "{}:{}, {} bytes, modified {}.{:09}",
+                    "device:inode {}:{}, {} bytes, mtime {}.{:09}",
                     i.device,
                     i.inode,
                     i.size,
@@ -129,6 +129,61 @@ impl FileIdentity {
             modified_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
             sha256,
         })
+    }
+}
+
+impl CheckKey {
+    /// What differs from `old` (a record of the same CLI), in words, for the notice that says
+    /// why the check runs again. Values are never named: only that the launch changed.
+    pub fn changes_from(&self, old: &CheckKey) -> Vec<String> {
+        let role = |f: &FileStamp| {
+            serde_json::to_value(f.role)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        };
+        let mut out = Vec::new();
+        if self.program != old.program {
+            out.push(format!("the CLI is now {}", self.program));
+        }
+        for f in &self.files {
+            match old
+                .files
+                .iter()
+                .find(|o| o.role == f.role && o.path == f.path)
+            {
+                None => out.push(format!("{} {} is new", role(f), f.path)),
+                Some(o) if o.identity != f.identity => {
+                    let what = match (&o.identity, &f.identity) {
+                        (None, Some(_)) => "appeared",
+                        (Some(_), None) => "is gone",
+                        _ => "changed",
+                    };
+                    out.push(format!("{} {} {what}", role(f), f.path));
+                }
+                Some(_) => {}
+            }
+        }
+        for o in &old.files {
+            if !self
+                .files
+                .iter()
+                .any(|f| f.role == o.role && f.path == o.path)
+            {
+                out.push(format!("{} {} is no longer used", role(o), o.path));
+            }
+        }
+        if self.launch_hash != old.launch_hash {
+            out.push(if self.environment != old.environment {
+                "the launch's environment variables changed".to_owned()
+            } else {
+                "the launch changed (its arguments or an environment value)".to_owned()
+            });
+        }
+        if self.kernel != old.kernel {
+            out.push(format!("the kernel is now {}", self.kernel));
+        }
+        out
     }
 }
 
@@ -179,6 +234,24 @@ pub fn load(dir: &Path, key: &CheckKey) -> Option<CheckRecord> {
     let bytes = std::fs::read(record_path(dir, key)).ok()?;
     let record: CheckRecord = serde_json::from_slice(&bytes).ok()?;
     (record.key == *key).then_some(record)
+}
+
+/// The most recent readable record for `agent` at `program` (whatever its key), to say what
+/// changed when the lookup for the current key missed.
+pub fn latest(dir: &Path, agent: &str, program: &str) -> Option<CheckRecord> {
+    std::fs::read_dir(dir.join("checks"))
+        .ok()?
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let name = e.file_name();
+            let name = name.to_str()?;
+            if !(name.starts_with(&format!("{agent}-")) && name.ends_with(".json")) {
+                return None;
+            }
+            serde_json::from_slice::<CheckRecord>(&std::fs::read(e.path()).ok()?).ok()
+        })
+        .filter(|r| r.key.agent == agent && r.key.program == program)
+        .max_by_key(|r| r.checked_at)
 }
 
 /// Store a passing record atomically.
@@ -320,6 +393,28 @@ mod tests {
             ..key()
         };
         assert_eq!(load(dir.path(), &rebooted), None);
+    }
+
+    #[test]
+    fn changes_are_named_without_values() {
+        let old = key();
+        let mut new = key();
+        new.files[0].identity.as_mut().unwrap().inode = 9;
+        new.files.push(FileStamp {
+            role: FileRole::SandboxHelper,
+            path: "/x/bwrap".into(),
+            identity: None,
+        });
+        new.launch_hash = "other".into();
+        assert_eq!(
+            new.changes_from(&old),
+            [
+                "cli /bin/codex changed",
+                "sandbox-helper /x/bwrap is new",
+                "the launch changed (its arguments or an environment value)"
+            ]
+        );
+        assert!(key().changes_from(&old).is_empty());
     }
 
     #[test]
