@@ -1,7 +1,9 @@
 //! `agent-dispatch check` and the dispatch policy, with the real pinned CLIs: a pass is recorded
-//! and reused; a CLI upgrade or a weakened launch configuration invalidates it; a machine where
-//! the sandbox cannot work fails the check with the right reason, and the dispatch is refused
-//! with nothing started.
+//! and reused; a CLI upgrade or a weakened launch configuration invalidates it; so does anything
+//! else that enforces the sandbox (a replaced vendor binary behind the npm shim, another `bwrap`
+//! on `PATH`, another environment value, the user's configuration); a machine where the sandbox
+//! cannot work (no bubblewrap, a `bwrap` that does not sandbox) fails the check with the right
+//! reason, and the dispatch is refused with nothing started.
 
 #[path = "codex_support/mod.rs"]
 mod codex_support;
@@ -720,7 +722,7 @@ async fn replacing_the_vendor_binary_runs_the_check_again() {
 }
 
 #[tokio::test]
-async fn another_bwrap_on_path_or_another_environment_value_runs_the_check_again() {
+async fn another_bwrap_on_path_an_environment_value_or_the_user_config_runs_the_check_again() {
     let w = World::new("record-bwrap");
     let sbin = w.dir.path().join("sbin");
     std::fs::create_dir_all(&sbin).unwrap();
@@ -770,11 +772,21 @@ async fn another_bwrap_on_path_or_another_environment_value_runs_the_check_again
 
     // The same variables with one value changed.
     env.insert("TMPDIR".into(), tmp_b.into());
-    let (r, n) = run(env).await;
+    let (r, n) = run(env.clone()).await;
     assert!(r.ok, "{:?}", r.failure);
     assert!(ran_check(&n), "a changed TMPDIR value is checked: {n:?}");
     assert!(n.iter().any(|m| m.contains("the launch changed")), "{n:?}");
-    assert_eq!(records(&w), 3);
+
+    // The user's Codex configuration appears (even a setting that leaves the argv alone).
+    w.write_codex_config("config.toml", "[history]\npersistence = \"none\"\n");
+    let (r, n) = run(env).await;
+    assert!(r.ok, "{:?}", r.failure);
+    let why = format!(
+        "config {} appeared",
+        w.codex_home().join("config.toml").display()
+    );
+    assert!(n.iter().any(|m| m.contains(&why)), "{n:?}");
+    assert_eq!(records(&w), 4);
 }
 
 /// A `bwrap` that sandboxes nothing: it answers `--help` like bubblewrap, then runs the command
