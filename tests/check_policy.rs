@@ -860,3 +860,39 @@ async fn a_bwrap_that_does_not_sandbox_fails_the_check_and_the_dispatch_is_refus
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_bwrap_planted_after_claudes_pass_runs_its_check_again_and_it_fails() {
+    let w = World::new("record-claude-bwrap");
+    let sbin = w.dir.path().join("sbin");
+    std::fs::create_dir_all(&sbin).unwrap();
+    let mut env = with_records(&w, w.env());
+    path_first(&mut env, &sbin);
+    env.insert("CLAUDE_CONFIG_DIR".into(), w.home().join(".claude").into());
+    let claude = adapters::find("claude").unwrap();
+    let fake = agent_dispatch::adapters::claude::fake_api::FakeMessages::start(
+        agent_dispatch::adapters::claude::fake_api::Script::new().text("REVIEW: fine"),
+    )
+    .await
+    .unwrap();
+    let endpoint = ModelEndpoint {
+        base_url: fake.base_url(),
+        api_key: "throwaway".into(),
+    };
+    let (r, n) = enforced(claude, &w, env.clone(), endpoint.clone()).await;
+    assert!(r.ok && ran_check(&n), "{:?} {n:?}", r.failure);
+    let served = fake.log().all().len();
+
+    // A bwrap that does not sandbox, planted after the pass: Claude's check runs again and
+    // fails (its sandboxed commands cannot run without bubblewrap's mounts), nothing starts.
+    let planted = sbin.join("bwrap");
+    install_script(&planted, &non_sandboxing_bwrap(&system_program("bwrap")));
+    let (refused, notices) = enforced(claude, &w, env, endpoint).await;
+    let why = format!("sandbox-helper {} is new", planted.display());
+    assert!(notices.iter().any(|m| m.contains(&why)), "{notices:?}");
+    let f = refused.failure.expect("refused");
+    assert_eq!(f.kind, FailureKind::ReadOnlyUnavailable, "{}", f.message);
+    assert!(refused.exit.is_none(), "nothing was started");
+    assert_eq!(fake.log().all().len(), served, "no model request");
+    assert_eq!(records(&w), 1);
+}
