@@ -37,7 +37,7 @@ pub const NOT_COVERED: &[&str] = &[
     "shared libraries the binaries load, and files they read besides those listed",
     "a binary larger than 1 MiB rewritten in place with its size and modification time kept",
     "the repository under review: the check runs in a scratch repository, so that repository's \
-     own content and configuration are not part of it (the launch keeps them inert)",
+     own content and configuration are not part of it",
 ];
 
 /// What a record is keyed on.
@@ -91,7 +91,15 @@ impl FileStamp {
         }
     }
 
-    /// `dev:inode:size:mtime` (and the content hash's head), for reports.
+    /// The role as it is spelled on the wire (`native-cli`, `sandbox-helper`, …).
+    pub fn role_name(&self) -> String {
+        serde_json::to_value(self.role)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
+    /// Device, inode, size, modification time (and the content hash's head), for reports.
     pub fn describe(&self) -> String {
         match &self.identity {
             None => "absent".into(),
@@ -136,12 +144,6 @@ impl CheckKey {
     /// What differs from `old` (a record of the same CLI), in words, for the notice that says
     /// why the check runs again. Values are never named: only that the launch changed.
     pub fn changes_from(&self, old: &CheckKey) -> Vec<String> {
-        let role = |f: &FileStamp| {
-            serde_json::to_value(f.role)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        };
         let mut out = Vec::new();
         if self.program != old.program {
             out.push(format!("the CLI is now {}", self.program));
@@ -152,14 +154,14 @@ impl CheckKey {
                 .iter()
                 .find(|o| o.role == f.role && o.path == f.path)
             {
-                None => out.push(format!("{} {} is new", role(f), f.path)),
+                None => out.push(format!("{} {} is new", f.role_name(), f.path)),
                 Some(o) if o.identity != f.identity => {
                     let what = match (&o.identity, &f.identity) {
                         (None, Some(_)) => "appeared",
                         (Some(_), None) => "is gone",
                         _ => "changed",
                     };
-                    out.push(format!("{} {} {what}", role(f), f.path));
+                    out.push(format!("{} {} {what}", f.role_name(), f.path));
                 }
                 Some(_) => {}
             }
@@ -170,7 +172,7 @@ impl CheckKey {
                 .iter()
                 .any(|f| f.role == o.role && f.path == o.path)
             {
-                out.push(format!("{} {} is no longer used", role(o), o.path));
+                out.push(format!("{} {} is no longer used", o.role_name(), o.path));
             }
         }
         if self.launch_hash != old.launch_hash {

@@ -152,11 +152,10 @@ impl CheckReport {
             "  record    a pass is reused only while none of these changes (else the check runs again):"
         )?;
         for file in &key.files {
-            let role = serde_json::to_value(file.role).ok();
-            let role = role.as_ref().and_then(|v| v.as_str()).unwrap_or("?");
             writeln!(
                 f,
-                "            {role:<15} {} ({})",
+                "            {:<15} {} ({})",
+                file.role_name(),
                 file.path,
                 file.describe()
             )?;
@@ -171,13 +170,8 @@ impl CheckReport {
         if !key.kernel.is_empty() {
             writeln!(f, "            {:<15} {}", "kernel", key.kernel)?;
         }
-        let mut first = true;
-        for blind in record::NOT_COVERED {
-            let label = if std::mem::take(&mut first) {
-                "not seen"
-            } else {
-                ""
-            };
+        for (i, blind) in record::NOT_COVERED.iter().enumerate() {
+            let label = if i == 0 { "not seen" } else { "" };
             writeln!(f, "  {label:<9} {blind}")?;
         }
         Ok(())
