@@ -17,6 +17,7 @@ pub mod dispatch;
 pub mod env;
 pub mod git;
 pub mod launch;
+pub mod launcher;
 pub mod loopback;
 pub mod program;
 pub mod prompt;
