@@ -257,18 +257,21 @@ impl ClaudeParser {
         }
         let msg = a.message;
         let synthetic = msg.model.as_deref() == Some("<synthetic>");
+        let mut events = Vec::new();
         if let (Some(id), Some(u), false) = (&msg.id, msg.usage, synthetic) {
             let usage = u.normalised(None);
             match self.usage_by_message.iter_mut().find(|(k, _)| k == id) {
                 Some(entry) => entry.1 = usage,
                 None => self.usage_by_message.push((id.clone(), usage)),
             }
+            if let Some(total) = self.summed_usage() {
+                events.push(StreamEvent::Usage { usage: total });
+            }
         }
         if msg.id.is_none() || msg.id != self.last_message {
             self.last_message = msg.id.clone();
             self.last_text.clear();
         }
-        let mut events = Vec::new();
         for block in msg.content {
             match block.get("type").and_then(Value::as_str) {
                 Some("text") => {
@@ -385,6 +388,9 @@ impl ClaudeParser {
             events.push(StreamEvent::Error {
                 message: message.clone(),
             });
+        }
+        if let Some(usage) = usage {
+            events.push(StreamEvent::Usage { usage });
         }
         events.push(StreamEvent::Done { success });
         self.fin = Some(Final {

@@ -406,11 +406,15 @@ impl StreamParser for CodexParser {
             }
             ThreadEvent::TurnStarted {} => vec![],
             ThreadEvent::TurnCompleted { usage } => {
+                let mut events = Vec::new();
                 if let Some(u) = usage {
-                    self.usage = Some(add_usage(self.usage, u.normalise()));
+                    let total = add_usage(self.usage, u.normalise());
+                    self.usage = Some(total);
+                    events.push(StreamEvent::Usage { usage: total });
                 }
                 self.terminal = Some(Terminal::Success);
-                vec![StreamEvent::Done { success: true }]
+                events.push(StreamEvent::Done { success: true });
+                events
             }
             ThreadEvent::TurnFailed { error } => {
                 let message = if error.message.trim().is_empty() {
