@@ -333,11 +333,11 @@ mod tests {
         assert_eq!(e.reason(), None);
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn the_deadline_trips_the_timeout() {
         let cancel = CancellationToken::new();
         let limits = Limits {
-            timeout: Some(Duration::from_secs(2)),
+            timeout: Some(Duration::from_millis(50)),
             max_tokens: None,
         };
         let e = Enforcer::new(limits, &cancel);

@@ -53,10 +53,10 @@ pub async fn acquire(root: &Path, ticket: &str, max: usize) -> std::io::Result<S
     let ticket_lock = open_lock(&mine)?;
     ticket_lock.lock()?;
     let result = loop {
-        if head_of_queue(&queue, &mine) {
-            if let Some(slot) = try_slot(&slots, max)? {
-                break Ok(slot);
-            }
+        if head_of_queue(&queue, &mine)
+            && let Some(slot) = try_slot(&slots, max)?
+        {
+            break Ok(slot);
         }
         tokio::time::sleep(POLL).await;
     };

@@ -279,39 +279,32 @@ impl Store {
 pub fn read_view(dir: &Path) -> Option<JobView> {
     let spec: JobSpec = serde_json::from_slice(&std::fs::read(dir.join(JOB_FILE)).ok()?).ok()?;
     let started_at = mtime_ms(&dir.join(STARTED_FILE));
-    let finished = |dir: &Path| read_result(dir);
-    let (state, result) = match finished(dir) {
-        Some(r) => (Some(r.0), Some(r.1)),
-        None if is_locked(&dir.join(LOCK_FILE)) => {
-            let s = if started_at.is_some() || dir.join(STARTED_FILE).exists() {
-                JobState::Running
-            } else {
-                JobState::Queued
-            };
-            (Some(s), None)
+    let finished = read_result(dir).or_else(|| {
+        if is_locked(&dir.join(LOCK_FILE)) {
+            None
+        } else {
+            // Read again: the worker may have written it just before it let go of the lock.
+            Some(read_result(dir).unwrap_or((JobState::Lost, None)))
         }
-        None => match finished(dir) {
-            Some(r) => (Some(r.0), Some(r.1)),
-            None => (Some(JobState::Lost), None),
-        },
-    };
+    });
+    let (state, result) = finished.unwrap_or(match started_at {
+        Some(_) => (JobState::Running, None),
+        None => (JobState::Queued, None),
+    });
     let finished_at = result
         .as_ref()
         .and_then(|_| mtime_ms(&dir.join(RESULT_FILE)));
     Some(JobView {
         spec,
-        state: state?,
-        started_at: started_at.or_else(|| {
-            // A running job read in the instant before its `started` file appeared.
-            None
-        }),
+        state,
+        started_at,
         finished_at,
         result,
     })
 }
 
 /// The job's result line and the state it means, if the worker wrote one.
-fn read_result(dir: &Path) -> Option<(JobState, Line)> {
+fn read_result(dir: &Path) -> Option<(JobState, Option<Line>)> {
     let bytes = std::fs::read(dir.join(RESULT_FILE)).ok()?;
     let line: Line = serde_json::from_slice(&bytes).ok()?;
     let state = match &line {
@@ -324,7 +317,7 @@ fn read_result(dir: &Path) -> Option<(JobState, Line)> {
         Line::Result { .. } => JobState::Failed,
         _ => return None,
     };
-    Some((state, line))
+    Some((state, Some(line)))
 }
 
 /// The raw result line, verbatim as the dispatch wrote it.

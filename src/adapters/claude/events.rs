@@ -257,21 +257,20 @@ impl ClaudeParser {
         }
         let msg = a.message;
         let synthetic = msg.model.as_deref() == Some("<synthetic>");
-        let mut events = Vec::new();
+        let mut reported = false;
         if let (Some(id), Some(u), false) = (&msg.id, msg.usage, synthetic) {
             let usage = u.normalised(None);
             match self.usage_by_message.iter_mut().find(|(k, _)| k == id) {
                 Some(entry) => entry.1 = usage,
                 None => self.usage_by_message.push((id.clone(), usage)),
             }
-            if let Some(total) = self.summed_usage() {
-                events.push(StreamEvent::Usage { usage: total });
-            }
+            reported = true;
         }
         if msg.id.is_none() || msg.id != self.last_message {
             self.last_message = msg.id.clone();
             self.last_text.clear();
         }
+        let mut events = Vec::new();
         for block in msg.content {
             match block.get("type").and_then(Value::as_str) {
                 Some("text") => {
@@ -307,6 +306,10 @@ impl ClaudeParser {
                 }
                 _ => {}
             }
+        }
+        // The running total after this message, for budgets (each message id counted once).
+        if let (true, Some(total)) = (reported, self.summed_usage()) {
+            events.push(StreamEvent::Usage { usage: total });
         }
         events
     }

@@ -482,8 +482,16 @@ mod tests {
         let (p, ev) = parse_all(&[
             r#"{"type":"turn.completed","usage":{"input_tokens":303,"cached_input_tokens":30,"cache_write_input_tokens":7,"output_tokens":63,"reasoning_output_tokens":15}}"#,
         ]);
-        assert_eq!(ev, vec![StreamEvent::Done { success: true }]);
         let o = p.outcome();
+        assert_eq!(
+            ev,
+            vec![
+                StreamEvent::Usage {
+                    usage: o.usage.unwrap()
+                },
+                StreamEvent::Done { success: true }
+            ]
+        );
         assert_eq!(
             o.usage,
             Some(Usage {
