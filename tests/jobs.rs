@@ -371,7 +371,7 @@ fn every_jobs_output_matches_the_schema() {
     let over = w.submit_in(
         &w.another_cwd("b"),
         "growing-usage",
-        &["--max-tokens", "200"],
+        &["--max-tokens", "100"],
     );
     let slow = w.submit_in(&w.another_cwd("c"), "sleep", &["--timeout", "1s"]);
     let lost = w.submit_in(&w.another_cwd("d"), "sleep", &[]);
