@@ -29,6 +29,7 @@ import {
 	startDispatch,
 } from "./bridge.ts";
 import { parseDispatchArgs, SUBCOMMANDS, USAGE } from "./command.ts";
+import { refuseInPrintMode } from "./print-mode.ts";
 import { type DispatchDetails, finalDetails, modelText, progressText, runningDetails } from "./details.ts";
 import { BinaryNotFoundError, type Located, locateBinary } from "./locate.ts";
 import type { AgentInfo, CheckReport, Identity, ModelCatalogue } from "./protocol.ts";
@@ -268,6 +269,7 @@ export default async function agentDispatch(pi: ExtensionAPI): Promise<void> {
 			return items.length ? items : null;
 		},
 		handler: async (args, ctx) => {
+			if (refuseInPrintMode(ctx)) return;
 			const parsed = parseDispatchArgs(args);
 			switch (parsed.kind) {
 				case "help":
