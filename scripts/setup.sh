@@ -7,8 +7,8 @@
 #   4. installs the Pi package (the `dispatch` tool and `/dispatch`) with `pi install`,
 #   5. proves read-only on this machine with `agent-dispatch check` (the real CLIs against a
 #      built-in loopback fake model), then runs `agent-dispatch demo`: a real dispatch through the
-#      same fake model that you can watch — the agent reads the diff, tries a write, is refused by
-#      the sandbox and answers,
+#      same fake model that you can watch — the agent tries to write, is refused by the sandbox,
+#      reads the diff and answers,
 #   6. says what to do for real use (PATH, logging in, API keys).
 #
 # Environment: AGENT_DISPATCH_INSTALL_ROOT (default ~/.cargo) is where the binary goes;
@@ -48,7 +48,7 @@ else
     exit 1
   }
   echo "building with cargo install (the first build takes a minute or two)…"
-  cargo install --locked --quiet --path "$root" --root "$prefix"
+  cargo install --locked --path "$root" --root "$prefix"
 fi
 "$bin" --version
 

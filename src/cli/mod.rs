@@ -45,8 +45,8 @@ enum Command {
         json: bool,
     },
     /// Watch a real dispatch with no keys and no network: the real CLI against the built-in
-    /// loopback fake model, in a scratch repository — the agent reads the diff, tries to write,
-    /// is refused by the sandbox, and answers.
+    /// loopback fake model, in a scratch repository — the agent tries to write, is refused by
+    /// the sandbox, reads the diff, and answers.
     Demo {
         /// Agent ids (default: every installed one).
         agents: Vec<String>,
