@@ -47,6 +47,11 @@ else
     echo "setup: cargo is needed (Rust 1.88 or newer: https://rustup.rs), then run this again" >&2
     exit 1
   }
+  rust=$(rustc --version 2>/dev/null | awk '{print $2}')
+  if ! printf '%s\n1.88.0\n' "$rust" | sort -V -C -r 2>/dev/null; then
+    echo "setup: Rust 1.88 or newer is needed (this is rustc ${rust:-missing}); run: rustup update" >&2
+    exit 1
+  fi
   echo "building with cargo install (the first build takes a minute or two)…"
   cargo install --locked --path "$root" --root "$prefix"
 fi
