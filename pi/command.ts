@@ -14,6 +14,7 @@ import type { Host } from "./host.ts";
 import { catalogueText, checkText, MSG_CHECK, MSG_MODELS, MSG_RESULT, registerMessageRenderers } from "./messages.ts";
 import type { CheckReport, ModelCatalogue } from "./protocol.ts";
 import { type CallArgs, callLines, runningLines } from "./render.ts";
+import { refuseInPrintMode } from "./print-mode.ts";
 
 type Level = "info" | "warning" | "error";
 
@@ -39,6 +40,7 @@ export function registerDispatchCommand(pi: ExtensionAPI, host: Host): void {
 			return items.length ? items : null;
 		},
 		handler: async (args, ctx) => {
+			if (refuseInPrintMode(ctx)) return;
 			const parsed = parseDispatchArgs(args);
 			switch (parsed.kind) {
 				case "help": {

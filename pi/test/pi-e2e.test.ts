@@ -5,13 +5,14 @@
  */
 
 import assert from "node:assert/strict";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { type FakeOpenAI, startFakeOpenAI, toolResultsIn } from "./support/fake-openai.ts";
 import {
 	alive,
+	cliHome,
 	FAKE_AGENT,
 	groupMembers,
 	makePiHome,
@@ -362,10 +363,8 @@ describe("pi --mode rpc", { concurrency: true }, () => {
 
 	test("/dispatch check proves read-only with the real pinned CLI and posts the report", async () => {
 		const sess = scratch("rpc-check-sessions");
-		// Outside the temp dir: Codex's sandbox cannot start its helper from a CODEX_HOME under it.
-		mkdirSync(join(REPO, ".cache"), { recursive: true });
-		const codexHome = mkdtempSync(join(REPO, ".cache", "pi-check-codex-home-"));
-		after(() => rmSync(codexHome, { recursive: true, force: true }));
+		// Outside the temp dir and the clone: Codex's sandbox cannot start its helper from a CODEX_HOME under it.
+		const codexHome = cliHome("pi-check-codex-home");
 		const realTools = join(REPO, ".tools/node_modules/.bin");
 		const rpc = new PiRpc({
 			home: makePiHome(srv.baseUrl),

@@ -45,18 +45,25 @@ pub async fn agents(json: bool) -> anyhow::Result<ExitCode> {
     if json {
         println!("{}", serde_json::to_string_pretty(&infos)?);
     } else {
+        println!("{:<8} {:<12} {:<20} CLI", "AGENT", "NAME", "READ-ONLY");
         for i in &infos {
             let state = match (&i.path, &i.version) {
                 (Some(p), Some(v)) => format!("{v} ({p})"),
                 (Some(p), None) => format!("installed ({p}), version unknown"),
                 _ => format!("not installed — {}", i.install_hint),
             };
-            let ro = if i.capabilities.read_only_enforced {
-                "read-only enforced"
-            } else {
-                "NO read-only"
+            // Enforcement is a property of an installed CLI's sandbox: nothing to claim without one.
+            let ro = match (i.installed, i.capabilities.read_only_enforced) {
+                (false, _) => "-",
+                (true, true) => "enforced",
+                (true, false) => "NOT enforced",
             };
             println!("{:<8} {:<12} {ro:<20} {state}", i.id, i.display_name);
+        }
+        if infos.iter().any(|i| i.installed) {
+            println!(
+                "\nenforced: by the CLI's own sandbox; `agent-dispatch check` proves it on this machine"
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -23,6 +23,11 @@ use agent_dispatch::tree_guard::TreeGuard;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
+// Each support module belongs to the test crates that load it; some load two of them.
+#[allow(clippy::duplicate_mod)]
+#[path = "../support/homes.rs"]
+pub mod homes;
+
 /// How long one real run may take before the test fails.
 pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 
@@ -41,11 +46,10 @@ pub fn claude_bin() -> PathBuf {
     p
 }
 
-/// `$CARGO_MANIFEST_DIR/.cache/claude-real` (git-ignored).
+/// `$HOME/.cache/agent-dispatch-tests/claude-real`: homes live outside the temp dir and the
+/// clone (see [`homes`]).
 pub fn cache_dir() -> PathBuf {
-    let d = manifest_dir().join(".cache/claude-real");
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    homes::shared_home("claude-real")
 }
 
 /// Fill `dir` with links to every program on the standard PATH except `omit`.

@@ -5,7 +5,7 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { fileURLToPath } from "node:url";
@@ -25,6 +25,24 @@ const scratchRoot = mkdtempSync(join(tmpdir(), "pi-dispatch-test-"));
 process.on("exit", () => {
 	if (!process.env.KEEP_TEST_DIRS) rmSync(scratchRoot, { recursive: true, force: true });
 });
+
+/**
+ * CLI homes (CODEX_HOME, HOME for a real CLI…) live outside the temp dir and outside the clone:
+ * Codex cannot start its sandbox helper from a home under the temp dir, and the clone may be
+ * there too. Root: $AGENT_DISPATCH_TEST_HOMES, else ~/.cache/agent-dispatch-tests; removed at exit.
+ */
+const homesRoot = process.env.AGENT_DISPATCH_TEST_HOMES || join(homedir(), ".cache", "agent-dispatch-tests");
+const cliHomes: string[] = [];
+process.on("exit", () => {
+	if (!process.env.KEEP_TEST_DIRS) for (const d of cliHomes) rmSync(d, { recursive: true, force: true });
+});
+
+export function cliHome(name: string): string {
+	mkdirSync(homesRoot, { recursive: true });
+	const d = mkdtempSync(join(homesRoot, `${name}-`));
+	cliHomes.push(d);
+	return d;
+}
 
 let dirCounter = 0;
 export function scratch(name: string): string {

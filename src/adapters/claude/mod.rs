@@ -14,6 +14,7 @@
 //! [`preflight`]: ClaudeAdapter::preflight
 
 pub mod check;
+mod credentials;
 pub mod enforcing;
 pub mod env;
 pub mod events;
@@ -131,7 +132,7 @@ impl Adapter for ClaudeAdapter {
     async fn preflight(
         &self,
         ctx: &LaunchContext<'_>,
-        _supervisor: &Supervisor,
+        supervisor: &Supervisor,
     ) -> Result<Vec<StreamEvent>, Failure> {
         let missing = missing_sandbox_programs(
             ctx.parent_env
@@ -151,6 +152,7 @@ impl Adapter for ClaudeAdapter {
         }
         // Validate the launch configuration up front (non-UTF-8 paths and the like).
         launch::settings_for(ctx)?;
+        credentials::check(ctx, supervisor).await?;
         let mut notices = Vec::new();
         if ctx.endpoint.is_none() && ctx.parent_env.contains_key(OsStr::new("ANTHROPIC_API_KEY")) {
             notices.push(StreamEvent::Notice {

@@ -11,6 +11,7 @@
 
 pub mod catalogue;
 pub mod config;
+mod credentials;
 pub mod enforcing;
 pub mod events;
 pub mod fake_api;
@@ -278,6 +279,7 @@ impl Adapter for CodexAdapter {
     ) -> Result<Vec<StreamEvent>, Failure> {
         let resolved = launch::resolve(ctx.parent_env, ctx.model, ctx.effort, ctx.endpoint)?;
         let mut notices: Vec<StreamEvent> = temp_home_notice(ctx.parent_env).into_iter().collect();
+        credentials::check(ctx, &resolved, supervisor).await?;
         self.prevalidate(ctx, &resolved, supervisor, &mut notices)
             .await?;
         Ok(notices)
