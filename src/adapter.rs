@@ -54,6 +54,21 @@ pub struct Capabilities {
     pub reports_effort: bool,
     /// Effort levels the CLI accepts, when it has a fixed list.
     pub efforts: Vec<String>,
+    /// How often the CLI's stream reports usage, which is how soon a token budget can trip.
+    pub usage_reports: UsageReports,
+}
+
+/// When a CLI reports token usage in its stream (a budget is enforced at the first report over
+/// it, so this is how far past the budget a run can go).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UsageReports {
+    /// After every model message.
+    PerMessage,
+    /// Only when a turn ends (for a one-turn dispatch: at the end).
+    PerTurn,
+    /// Never: a token budget cannot be enforced.
+    None,
 }
 
 /// One entry of a model catalogue.

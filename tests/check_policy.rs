@@ -109,6 +109,7 @@ async fn enforced(
         parent_env: env,
         endpoint: Some(endpoint),
         gate: GatePolicy::Enforce,
+        limits: Default::default(),
     };
     let mut notices = Vec::new();
     let mut sink = |e: StreamEvent| {

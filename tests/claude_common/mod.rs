@@ -197,6 +197,7 @@ impl Dispatch {
             parent_env: self.parent_env.clone(),
             endpoint: Some(endpoint.clone()),
             gate: self.gate,
+            limits: Default::default(),
         };
         let launch = self.launch_for(&endpoint);
         let before = self.snapshot.then(|| Snapshot::take(&self.cwd).unwrap());
