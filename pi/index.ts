@@ -12,22 +12,37 @@ import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 import { registerDispatchCommand } from "./command.ts";
 import { loadHost } from "./host.ts";
+import { JobTracker } from "./jobs.ts";
+import { jobMessage } from "./messages.ts";
 import { registerDispatchTool } from "./tool.ts";
 
 export default async function agentDispatch(pi: ExtensionAPI): Promise<void> {
 	// Find the binary and its agents once, at load. A missing binary still registers the tool, so the
 	// model (and the person) get the install instructions instead of "tool not found".
 	const host = await loadHost();
-	registerDispatchTool(pi, host);
-	registerDispatchCommand(pi, host);
+	const jobs = new JobTracker({ binary: () => host.binary(), registry: host.registry });
+	registerDispatchTool(pi, host, jobs);
+	registerDispatchCommand(pi, host, jobs);
+
+	// A background job of this session ended: its result goes into the session as a message the
+	// model sees, and starts a turn (after the current one, if the agent is busy) so it can act on
+	// it. A job cancelled from here is only recorded: nobody is waiting for it any more.
+	jobs.onEnd((job, outcome) => {
+		const triggerTurn = !outcome.cancelRequested;
+		pi.sendMessage(jobMessage(job, outcome), { triggerTurn, deliverAs: "followUp" });
+	});
 
 	pi.on("session_start", (_event, ctx) => {
 		host.registry.reopen();
+		jobs.reopen();
 		if (host.loadProblem && ctx.hasUI) ctx.ui.notify(`dispatch: ${host.loadProblem}`, "warning");
 	});
 
 	// D12: the same idempotent cancel as abort, for every live process, and wait for all of them.
+	// First this session's background jobs that were not kept (through the binary, which stops each
+	// job's whole tree), then everything else, the waiters for kept jobs included.
 	pi.on("session_shutdown", async () => {
+		await jobs.shutdown();
 		await host.registry.shutdown();
 	});
 }

@@ -98,7 +98,7 @@ describe("pi/protocol.ts matches docs/protocol.schema.json", () => {
 
 	test("line types and each line's fields", () => {
 		const lines = branchesBy(schema, "type");
-		assert.deepEqual(Object.keys(lines).sort(), Object.keys({ started: true, event: true, result: true } satisfies Members<Line["type"]>).sort());
+		assert.deepEqual(Object.keys(lines).sort(), Object.keys({ started: true, event: true, result: true, job: true } satisfies Members<Line["type"]>).sort());
 		assert.deepEqual(shapeOf(lines.started!), {
 			type: "required",
 			protocol: "required",
@@ -125,6 +125,7 @@ describe("pi/protocol.ts matches docs/protocol.schema.json", () => {
 			durationMs: "required",
 			checkBypassed: "required",
 		} satisfies Shape<LineOf<"result">>);
+		assert.deepEqual(shapeOf(lines.job!), { type: "required", protocol: "required", id: "required" } satisfies Shape<LineOf<"job">>);
 	});
 
 	test("identity, and the three states of a reported value", () => {
@@ -162,6 +163,8 @@ describe("pi/protocol.ts matches docs/protocol.schema.json", () => {
 			"malformed-stream": true,
 			"incomplete-stream": true,
 			cancelled: true,
+			timeout: true,
+			"budget-exceeded": true,
 		} satisfies Members<FailureKind>);
 		assert.deepEqual(shapeOf(property(defs.result!, "exit")), { code: "optional", signal: "optional" } satisfies Shape<ExitInfo>);
 	});
@@ -183,6 +186,7 @@ describe("pi/protocol.ts matches docs/protocol.schema.json", () => {
 			notice: { type: "required", level: "required", message: "required" } satisfies Shape<EventOf<"notice">>,
 			error: { type: "required", message: "required" } satisfies Shape<EventOf<"error">>,
 			done: { type: "required", success: "required" } satisfies Shape<EventOf<"done">>,
+			usage: { type: "required", usage: "required" } satisfies Shape<EventOf<"usage">>,
 		} satisfies Record<StreamEvent["type"], object>;
 		assert.deepEqual(Object.keys(events).sort(), Object.keys(expected).sort());
 		for (const [type, shape] of Object.entries(expected)) assert.deepEqual(shapeOf(events[type]!), shape, `event ${type}`);

@@ -3,9 +3,9 @@
  * and /proc. Tests run under Node 22 (scripts/test-pi.sh), the same Node that runs Pi.
  */
 
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { fileURLToPath } from "node:url";
@@ -25,6 +25,26 @@ const scratchRoot = mkdtempSync(join(tmpdir(), "pi-dispatch-test-"));
 process.on("exit", () => {
 	if (!process.env.KEEP_TEST_DIRS) rmSync(scratchRoot, { recursive: true, force: true });
 });
+
+/**
+ * Job stores (AGENT_DISPATCH_STATE_DIR) live outside the temp dir and the clone, like every home a
+ * test gives a CLI: under $HOME/.cache/agent-dispatch-tests, removed at exit.
+ */
+let stateRoot: string | undefined;
+export function jobStateDir(name: string): string {
+	if (!stateRoot) {
+		const base = join(homedir(), ".cache", "agent-dispatch-tests");
+		mkdirSync(base, { recursive: true });
+		const root = mkdtempSync(join(base, "pi-jobs-"));
+		stateRoot = root;
+		process.on("exit", () => {
+			if (!process.env.KEEP_TEST_DIRS) rmSync(root, { recursive: true, force: true });
+		});
+	}
+	const d = join(stateRoot, `${++dirCounter}-${name}`);
+	mkdirSync(d, { recursive: true });
+	return d;
+}
 
 let dirCounter = 0;
 export function scratch(name: string): string {
@@ -300,4 +320,16 @@ export async function pollUntil<T>(check: () => T | undefined | null | false, ti
 		if (Date.now() > end) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
 		await new Promise((r) => setTimeout(r, everyMs));
 	}
+}
+
+/** The binary's own view of a job (`jobs show ID --json`) in the store `state`. */
+export function showJob(state: string, id: string): Record<string, any> {
+	const r = spawnSync(BIN, ["jobs", "show", id, "--json"], { env: dispatchEnv({ AGENT_DISPATCH_STATE_DIR: state }), encoding: "utf8" });
+	if (r.status !== 0) throw new Error(`jobs show ${id}: ${r.stderr}`);
+	return JSON.parse(r.stdout) as Record<string, any>;
+}
+
+/** The pid of a job's worker, as the binary recorded it in the store. */
+export function workerPid(state: string, id: string): number {
+	return Number(readFileSync(join(state, "jobs", id, "pid"), "utf8").trim());
 }
