@@ -119,7 +119,7 @@ impl StopReason {
             StopReason::Budget { limit, used } => Failure::new(
                 FailureKind::BudgetExceeded,
                 format!(
-                    "the agent reported {used} tokens, over the budget of {limit}; the agent's process tree was stopped"
+                    "the agent reported {used} tokens, over the budget of {limit}; the run was stopped at that report (its process tree with it)"
                 ),
             ),
         }
@@ -189,22 +189,25 @@ impl Enforcer {
         *self.reason.lock().unwrap()
     }
 
-    /// Name the limit in a result the run classified as `cancelled` because a limit cancelled
-    /// it. A run that finished on its own before the stop took effect keeps its own outcome.
+    /// Name the limit that stopped the run in its result. A budget overrun is a failure even
+    /// when the answer came with the report that overran it (a CLI that reports usage only at
+    /// the end of its turn): the caller set a hard budget and the run went over it; the answer
+    /// is kept in `text`. A time limit that passed after the final answer (while the CLI
+    /// lingered) only hurried the exit along; the run keeps its own outcome.
     pub fn settle(&self, mut result: DispatchResult) -> DispatchResult {
-        let stopped_by_us = result
-            .failure
-            .as_ref()
-            .is_some_and(|f| f.kind == FailureKind::Cancelled);
-        if let (true, Some(reason)) = (stopped_by_us, self.reason()) {
+        let kind = result.failure.as_ref().map(|f| f.kind);
+        let named = match (self.reason(), kind) {
+            (Some(r @ StopReason::Budget { .. }), None | Some(FailureKind::Cancelled)) => Some(r),
+            (Some(r @ StopReason::Timeout(_)), Some(FailureKind::Cancelled)) => Some(r),
+            _ => None,
+        };
+        if let Some(reason) = named {
             result.failure = Some(reason.failure());
             result.ok = false;
         }
         result
     }
-}
 
-impl Enforcer {
     /// Wrap the caller's sink: every event passes through to it, usage reports are checked.
     pub fn sink<'a>(
         &self,
@@ -311,6 +314,39 @@ mod tests {
         );
         let r = e.settle(r);
         assert_eq!(r.failure.unwrap().kind, FailureKind::BudgetExceeded);
+    }
+
+    #[test]
+    fn an_answer_over_budget_fails_but_an_answer_in_time_stands() {
+        let ok = || DispatchResult {
+            ok: true,
+            failure: None,
+            ..DispatchResult::early_failure(
+                Default::default(),
+                Failure::new(FailureKind::Cancelled, ""),
+            )
+        };
+        let cancel = CancellationToken::new();
+        let budget = Enforcer::new(
+            Limits {
+                timeout: None,
+                max_tokens: Some(1),
+            },
+            &cancel,
+        );
+        budget.observe(&StreamEvent::Usage {
+            usage: Usage {
+                output: 2,
+                ..Default::default()
+            },
+        });
+        let r = budget.settle(ok());
+        assert!(!r.ok);
+        assert_eq!(r.failure.unwrap().kind, FailureKind::BudgetExceeded);
+
+        let late = Enforcer::new(Limits::default(), &cancel);
+        late.trip(StopReason::Timeout(Duration::from_secs(1)));
+        assert!(late.settle(ok()).ok, "the answer was in before the limit");
     }
 
     #[test]

@@ -314,3 +314,94 @@ fn two_workers_and_many_readers_never_see_a_torn_or_lost_job() {
     let reads: usize = readers.into_iter().map(|r| r.join().unwrap()).sum();
     assert!(reads > 100 && cli_reads > 2, "{reads} {cli_reads}");
 }
+
+fn schema(root: Option<&str>) -> jsonschema::Validator {
+    let mut schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("docs/protocol.schema.json")).unwrap(),
+    )
+    .unwrap();
+    if let Some(def) = root {
+        schema["oneOf"] = serde_json::json!([{ "$ref": format!("#/$defs/{def}") }]);
+    }
+    jsonschema::validator_for(&schema).expect("the schema itself is valid")
+}
+
+fn assert_valid(v: &jsonschema::Validator, json: &Value) {
+    let errors: Vec<String> = v.iter_errors(json).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{json}\n{errors:#?}");
+}
+
+/// The job line, every job view (`jobs --json`, `show`, `cancel --json`) and every line a job
+/// logged (usage events and the new failure kinds included) match docs/protocol.schema.json.
+#[test]
+fn every_jobs_output_matches_the_schema() {
+    let w = World::new("jobs-schema");
+    let lines = schema(None);
+    let views = schema(Some("jobView"));
+    let cwd = w.cwd();
+    let out = w
+        .cmd(&[
+            "run",
+            "--background",
+            "--agent",
+            "codex",
+            "--cwd",
+            cwd.to_str().unwrap(),
+            "--",
+            "SCENARIO:ok",
+        ])
+        .output()
+        .unwrap();
+    let job: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_valid(&lines, &job);
+    let ok = job["id"].as_str().unwrap().to_owned();
+    let over = w.submit_in(&w.another_cwd("b"), "growing-usage", &["--max-tokens", "200"]);
+    let slow = w.submit_in(&w.another_cwd("c"), "sleep", &["--timeout", "1s"]);
+    let lost = w.submit_in(&w.another_cwd("d"), "sleep", &[]);
+    for id in [&ok, &over, &slow] {
+        w.cmd(&["jobs", "wait", id]).output().unwrap();
+    }
+    w.until_running(&lost);
+    let pid: i32 = std::fs::read_to_string(w.job_dir(&lost).join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    w.cmd(&["jobs", "wait", &lost]).output().unwrap();
+
+    let kinds: Vec<Value> = [&over, &slow]
+        .iter()
+        .map(|id| w.show(id)["result"]["failure"]["kind"].clone())
+        .collect();
+    assert_eq!(kinds, ["budget-exceeded", "timeout"]);
+    let list = w.cmd(&["jobs", "--json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let states: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states.len(), 4);
+    assert!(states.contains(&"lost") && states.contains(&"succeeded"));
+    for j in list.as_array().unwrap() {
+        assert_valid(&views, j);
+        let id = j["id"].as_str().unwrap();
+        assert_valid(&views, &w.show(id));
+        let logs = w.cmd(&["jobs", "logs", id]).output().unwrap();
+        for line in String::from_utf8(logs.stdout).unwrap().lines() {
+            assert_valid(&lines, &serde_json::from_str(line).unwrap());
+        }
+    }
+    let logs = w.cmd(&["jobs", "logs", &over]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&logs.stdout).contains(r#""type":"usage""#),
+        "usage events are logged"
+    );
+    assert_no_survivors(&w, &lost, &w.another_cwd("d"), Duration::from_secs(5));
+}
