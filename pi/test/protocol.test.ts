@@ -20,6 +20,8 @@ import {
 	type Failure,
 	type FailureKind,
 	type Identity,
+	type JobState,
+	type JobView,
 	type Line,
 	type NoticeLevel,
 	PROTOCOL_VERSION,
@@ -200,5 +202,28 @@ describe("pi/protocol.ts matches docs/protocol.schema.json", () => {
 			{ reasoning: true, plan: true, "file-change": true, tool: true } satisfies Members<ActivityKind>,
 		);
 		assert.deepEqual(membersOf(property(events.notice!, "level")), { info: true, warning: true } satisfies Members<NoticeLevel>);
+	});
+
+	test("the job view (`jobs --json`, `jobs show/wait/cancel ID --json`) and job states", () => {
+		const view = defs.jobView!;
+		assert.deepEqual(shapeOf(view), {
+			id: "required",
+			state: "required",
+			agent: "required",
+			cwd: "required",
+			model: "optional",
+			effort: "optional",
+			scope: "optional",
+			limits: "required",
+			createdAt: "required",
+			startedAt: "required",
+			finishedAt: "required",
+			result: "required",
+		} satisfies Shape<JobView>);
+		assert.deepEqual(shapeOf(property(view, "limits")), { timeoutMs: "required", maxTokens: "required" } satisfies Shape<JobView["limits"]>);
+		assert.deepEqual(
+			membersOf(property(view, "state")),
+			{ queued: true, running: true, succeeded: true, failed: true, cancelled: true, lost: true } satisfies Members<JobState>,
+		);
 	});
 });
