@@ -1,7 +1,8 @@
 /**
  * Parsing `/dispatch` arguments (pure; the command itself lives in `command.ts`).
  *
- *   /dispatch AGENT [--model M] [--effort E] [--scope S] TASK…   run a dispatch for a person
+ *   /dispatch AGENT [--model M] [--effort E] [--scope S] [--timeout D] [--max-tokens N] TASK…
+ *                                                                 run a dispatch for a person
  *   /dispatch models AGENT                                        list the agent's model catalogue
  *   /dispatch check [AGENT…]                                      prove read-only on this machine
  *   /dispatch jobs [ID]                                           this machine's background jobs, or one job's result
@@ -20,13 +21,13 @@ export type Parsed =
 	| { kind: "jobs"; id?: string }
 	| { kind: "cancel"; id: string }
 	| { kind: "keep"; id: string }
-	| { kind: "run"; agent: string; task: string; model?: string; effort?: string; scope?: string };
+	| { kind: "run"; agent: string; task: string; model?: string; effort?: string; scope?: string; timeout?: string; maxTokens?: number };
 
 /** Subcommand words; an agent can never be called this. */
 export const SUBCOMMANDS = ["models", "check", "jobs", "cancel", "keep", "help"] as const;
 
 export const USAGE = [
-	"/dispatch AGENT [--model M] [--effort E] [--scope S] TASK",
+	"/dispatch AGENT [--model M] [--effort E] [--scope S] [--timeout D] [--max-tokens N] TASK",
 	"/dispatch models AGENT",
 	"/dispatch check [AGENT…]",
 	"/dispatch jobs [ID]",
@@ -65,10 +66,10 @@ export function parseDispatchArgs(input: string): Parsed {
 		return agent ? { kind: "models", agent } : { kind: "help", error: "which agent? /dispatch models AGENT" };
 	}
 	const agent = word;
-	const opts: { model?: string; effort?: string; scope?: string } = {};
+	const opts: { model?: string; effort?: string; scope?: string; timeout?: string; maxTokens?: number } = {};
 	for (;;) {
 		const [flag, after] = takeWord(rest);
-		const m = /^--(model|effort|scope)(?:=(.*))?$/.exec(flag);
+		const m = /^--(model|effort|scope|timeout|max-tokens)(?:=(.*))?$/.exec(flag);
 		if (!m) break;
 		let value: string;
 		if (m[2] !== undefined) {
@@ -78,7 +79,12 @@ export function parseDispatchArgs(input: string): Parsed {
 			[value, rest] = takeWord(after);
 		}
 		if (!value) return { kind: "help", error: `--${m[1]} needs a value` };
-		opts[m[1] as "model" | "effort" | "scope"] = value;
+		if (m[1] === "max-tokens") {
+			if (!/^[1-9]\d*$/.test(value)) return { kind: "help", error: "--max-tokens needs a whole number of tokens, at least 1" };
+			opts.maxTokens = Number(value);
+		} else {
+			opts[m[1] as "model" | "effort" | "scope" | "timeout"] = value;
+		}
 	}
 	const task = rest.trim();
 	if (!task) return { kind: "help", error: `what should ${agent} do? /dispatch ${agent} TASK` };

@@ -163,7 +163,7 @@ export function registerDispatchCommand(pi: ExtensionAPI, host: Host, jobs: JobT
 
 	/** A person's dispatch: live tail in a widget, Esc cancels, the result lands as a message. */
 	async function personDispatch(
-		req: { agent: string; task: string; model?: string; effort?: string; scope?: string },
+		req: Omit<DispatchParams, "cwd">,
 		ctx: ExtensionContext,
 	): Promise<void> {
 		const p: DispatchParams = { ...req, cwd: ctx.cwd };

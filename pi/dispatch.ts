@@ -40,6 +40,10 @@ export interface DispatchParams {
 	effort?: string;
 	/** Absolute working directory for the agent. */
 	cwd: string;
+	/** Wall-clock limit (`90s`, `15m`, `off`); the binary's default (30 min, or its config) when absent. */
+	timeout?: string;
+	/** Token budget: the run fails with `budget-exceeded` at the first usage report over it. */
+	maxTokens?: number;
 }
 
 /** A snapshot of a running dispatch, handed to the progress callback. */
@@ -89,6 +93,8 @@ export function buildArgs(p: DispatchParams, taskFile: string | null, mode: "lif
 	if (p.model) args.push("--model", p.model);
 	if (p.effort) args.push("--effort", p.effort);
 	if (p.scope) args.push("--scope", p.scope);
+	if (p.timeout) args.push("--timeout", p.timeout);
+	if (p.maxTokens !== undefined) args.push("--max-tokens", String(p.maxTokens));
 	if (taskFile) args.push("--task-file", taskFile);
 	else args.push("--", p.task);
 	return args;

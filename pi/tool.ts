@@ -42,6 +42,12 @@ export const DISPATCH_PARAMETERS = Type.Object({
 	model: Type.Optional(Type.String({ description: "Model, passed unchanged. Omit for the CLI's default." })),
 	effort: Type.Optional(Type.String({ description: "Reasoning effort, passed unchanged. Omit for the CLI's default." })),
 	cwd: Type.Optional(Type.String({ description: "Working directory for the agent (default: the current one)." })),
+	timeout: Type.Optional(
+		Type.String({ description: "Wall-clock limit such as 90s, 15m, 1h (default 30m). Past it the dispatch fails with `timeout`." }),
+	),
+	maxTokens: Type.Optional(
+		Type.Integer({ minimum: 1, description: "Token budget; past it the dispatch fails with `budget-exceeded`." }),
+	),
 	background: Type.Optional(
 		Type.Boolean({
 			description:
@@ -115,6 +121,8 @@ export function registerDispatchTool(pi: ExtensionAPI, host: Host, jobs: JobTrac
 				model: args.model || undefined,
 				effort: args.effort || undefined,
 				cwd: resolve(ctx.cwd, args.cwd || "."),
+				timeout: args.timeout || undefined,
+				maxTokens: args.maxTokens,
 			};
 			let bin: string;
 			try {
