@@ -317,7 +317,11 @@ fn two_workers_and_many_readers_never_see_a_torn_or_lost_job() {
 
 fn schema(root: Option<&str>) -> jsonschema::Validator {
     let mut schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo_root().join("docs/protocol.schema.json")).unwrap(),
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/docs/protocol.schema.json"
+        ))
+        .unwrap(),
     )
     .unwrap();
     if let Some(def) = root {
@@ -355,7 +359,11 @@ fn every_jobs_output_matches_the_schema() {
     let job: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_valid(&lines, &job);
     let ok = job["id"].as_str().unwrap().to_owned();
-    let over = w.submit_in(&w.another_cwd("b"), "growing-usage", &["--max-tokens", "200"]);
+    let over = w.submit_in(
+        &w.another_cwd("b"),
+        "growing-usage",
+        &["--max-tokens", "200"],
+    );
     let slow = w.submit_in(&w.another_cwd("c"), "sleep", &["--timeout", "1s"]);
     let lost = w.submit_in(&w.another_cwd("d"), "sleep", &[]);
     for id in [&ok, &over, &slow] {

@@ -137,10 +137,24 @@ pub fn now_ms() -> u64 {
 }
 
 fn mtime_ms(path: &Path) -> Option<u64> {
-    let m = std::fs::metadata(path).ok()?.modified().ok()?;
+    millis(std::fs::metadata(path).ok()?)
+}
+
+fn millis(meta: std::fs::Metadata) -> Option<u64> {
+    let m = meta.modified().ok()?;
     m.duration_since(UNIX_EPOCH)
         .ok()
         .map(|d| d.as_millis() as u64)
+}
+
+/// A file's bytes and its modification time, from one open (listing reads many of these).
+fn read_with_mtime(path: &Path) -> Option<(Vec<u8>, u64)> {
+    use std::io::Read;
+    let mut f = File::open(path).ok()?;
+    let meta = f.metadata().ok()?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
+    f.read_to_end(&mut bytes).ok()?;
+    Some((bytes, millis(meta)?))
 }
 
 /// Write `bytes` to `path` atomically: a temporary file in the same directory, renamed over it.
@@ -201,7 +215,7 @@ impl Store {
         let staging = tempfile::Builder::new()
             .prefix(".new-")
             .tempdir_in(&self.root)?;
-        let json = serde_json::to_vec_pretty(&spec).map_err(std::io::Error::other)?;
+        let json = serde_json::to_vec(&spec).map_err(std::io::Error::other)?;
         std::fs::write(staging.path().join(JOB_FILE), json)?;
         std::fs::write(staging.path().join(TASK_FILE), task)?;
         let lock = OpenOptions::new()
@@ -284,16 +298,14 @@ pub fn read_view(dir: &Path) -> Option<JobView> {
             None
         } else {
             // Read again: the worker may have written it just before it let go of the lock.
-            Some(read_result(dir).unwrap_or((JobState::Lost, None)))
+            Some(read_result(dir).unwrap_or((JobState::Lost, None, 0)))
         }
     });
-    let (state, result) = finished.unwrap_or(match started_at {
-        Some(_) => (JobState::Running, None),
-        None => (JobState::Queued, None),
-    });
-    let finished_at = result
-        .as_ref()
-        .and_then(|_| mtime_ms(&dir.join(RESULT_FILE)));
+    let (state, result, finished_at) = match finished {
+        Some((state, result, at)) => (state, result, (at > 0).then_some(at)),
+        None if started_at.is_some() => (JobState::Running, None, None),
+        None => (JobState::Queued, None, None),
+    };
     Some(JobView {
         spec,
         state,
@@ -304,8 +316,8 @@ pub fn read_view(dir: &Path) -> Option<JobView> {
 }
 
 /// The job's result line and the state it means, if the worker wrote one.
-fn read_result(dir: &Path) -> Option<(JobState, Option<Line>)> {
-    let bytes = std::fs::read(dir.join(RESULT_FILE)).ok()?;
+fn read_result(dir: &Path) -> Option<(JobState, Option<Line>, u64)> {
+    let (bytes, finished_at) = read_with_mtime(&dir.join(RESULT_FILE))?;
     let line: Line = serde_json::from_slice(&bytes).ok()?;
     let state = match &line {
         Line::Result { result, .. } if result.ok => JobState::Succeeded,
@@ -317,7 +329,7 @@ fn read_result(dir: &Path) -> Option<(JobState, Option<Line>)> {
         Line::Result { .. } => JobState::Failed,
         _ => return None,
     };
-    Some((state, Some(line)))
+    Some((state, Some(line), finished_at))
 }
 
 /// The raw result line, verbatim as the dispatch wrote it.

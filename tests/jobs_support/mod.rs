@@ -12,7 +12,7 @@ use serde_json::Value;
 
 #[path = "../support/mod.rs"]
 mod support;
-pub use support::{fake_cli_dir, live_in_dir, repo_root};
+pub use support::{fake_cli_dir, live_in_dir};
 
 pub const SKIP: (&str, &str) = ("AGENT_DISPATCH_SKIP_CHECK", "yes-skip-the-read-only-check");
 
