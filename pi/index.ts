@@ -8,7 +8,7 @@
  * change here. `docs/pi.md` has the map of every module.
  */
 
-import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 
 import { registerDispatchCommand } from "./command.ts";
 import { loadHost } from "./host.ts";
@@ -25,14 +25,22 @@ export default async function agentDispatch(pi: ExtensionAPI): Promise<void> {
 	registerDispatchCommand(pi, host, jobs);
 
 	// A background job of this session ended: its result goes into the session as a message the
-	// model sees, and starts a turn (after the current one, if the agent is busy) so it can act on
-	// it. A job cancelled from here is only recorded: nobody is waiting for it any more.
+	// model sees, and starts a turn (after the current run, if the agent is busy) so it can act on
+	// it; the person is told at once (a queued follow-up is not shown until it is delivered). A job
+	// cancelled from here is only recorded: nobody is waiting for it any more.
+	let session: ExtensionContext | undefined;
 	jobs.onEnd((job, outcome) => {
 		const triggerTurn = !outcome.cancelRequested;
-		pi.sendMessage(jobMessage(job, outcome), { triggerTurn, deliverAs: "followUp" });
+		const message = jobMessage(job, outcome);
+		pi.sendMessage(message, { triggerTurn, deliverAs: "followUp" });
+		if (session?.hasUI) {
+			const how = message.details.status === "succeeded" ? "finished" : `ended: ${message.details.failure?.kind ?? "failed"}`;
+			session.ui.notify(`dispatch job ${job.id} (${job.params.agent}) ${how}`, message.details.failure ? "warning" : "info");
+		}
 	});
 
 	pi.on("session_start", (_event, ctx) => {
+		session = ctx;
 		host.registry.reopen();
 		jobs.reopen();
 		if (host.loadProblem && ctx.hasUI) ctx.ui.notify(`dispatch: ${host.loadProblem}`, "warning");
@@ -42,6 +50,7 @@ export default async function agentDispatch(pi: ExtensionAPI): Promise<void> {
 	// First this session's background jobs that were not kept (through the binary, which stops each
 	// job's whole tree), then everything else, the waiters for kept jobs included.
 	pi.on("session_shutdown", async () => {
+		session = undefined;
 		await jobs.shutdown();
 		await host.registry.shutdown();
 	});

@@ -81,7 +81,7 @@ function describeAgents(agents: readonly AgentInfo[]): string {
 
 function toolDescription(host: Host): string {
 	return [
-		"Run another coding-agent CLI as a blocking, read-only subagent and return its full answer.",
+		"Run another coding-agent CLI as a read-only subagent and return its full answer (or, with background: true, start it as a job and return at once).",
 		"The agent works in `cwd` under its own sandbox: it can read files and run commands but cannot change anything.",
 		"Use it for an independent second opinion, a review, or an investigation. The task is passed unchanged.",
 		"model and effort go to the CLI unchanged; omit them to use the CLI's own configured defaults.",

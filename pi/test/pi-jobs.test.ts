@@ -138,6 +138,8 @@ describe("background dispatch in real Pi (rpc)", { concurrency: true }, () => {
 			assert.ok(fed, `the model's next request carries the job's result:\n${JSON.stringify(next.messages, null, 1)}`);
 			assert.match(fed, /FAKE_ANSWER: looks fine\./);
 			assert.equal(showJob(state, id).state, "succeeded");
+			const notes = rpc.events.filter((e) => e.type === "extension_ui_request" && e.method === "notify").map((e) => String(e.message));
+			assert.ok(notes.includes(`dispatch job ${id} (${FAKE_AGENT}) finished`), `the person is told: ${notes.join(" | ")}`);
 
 			// `/dispatch jobs`: this machine's jobs, and this session's finished one with its result.
 			await rpc.command({ type: "prompt", message: "/dispatch jobs" });
@@ -155,6 +157,53 @@ describe("background dispatch in real Pi (rpc)", { concurrency: true }, () => {
 			assert.match(list.content, new RegExp(`${id}  succeeded  ${FAKE_AGENT} .*\\[this session\\]`));
 			assert.match(list.content, /FAKE_ANSWER: looks fine\./);
 			console.log(`# background tool call returned in ${toolMs}ms`);
+		} finally {
+			await rpc.close();
+			await srv.close();
+		}
+	});
+
+	test("a job that ends while the agent is busy is delivered as a follow-up: after the run, in the next request", async () => {
+		const srv = await startFakeOpenAI([
+			{
+				toolCalls: [
+					{ name: "dispatch", arguments: { agent: FAKE_AGENT, background: true, task: "SCENARIO:ok quick background" } },
+					{ name: "dispatch", arguments: { agent: FAKE_AGENT, task: "SCENARIO:ok GATED slow blocking" } },
+				],
+			},
+			{ text: "The blocking one is done." },
+			{ text: "And now the background one." },
+		]);
+		const log = join(scratch("busy-log"), "fake.jsonl");
+		const fifo = join(scratch("busy-gate"), "gate");
+		mkfifo(fifo);
+		const state = stateDir("busy");
+		const rpc = new PiRpc({
+			home: makePiHome(srv.baseUrl),
+			cwd: scratch("busy-cwd"),
+			args: ["-e", REPO, "--session-dir", scratch("busy-sessions")],
+			env: { AGENT_DISPATCH_STATE_DIR: state, PATH: gatedPath(log, fifo) },
+		});
+		try {
+			await rpc.command({ type: "prompt", message: "One in the background, one blocking." });
+			const bg = await rpc.waitFor((e) => e.type === "tool_execution_end" && (e as any).result?.details?.status === "background", 30_000, "the background call");
+			const id: string = (bg as any).result.details.job.id;
+			// The job ends while the blocking dispatch still waits at its gate: Pi queues the result.
+			const told = await rpc.waitFor(
+				(e) => e.type === "extension_ui_request" && e.method === "notify" && String(e.message).includes(id),
+				30_000,
+				"the person to be told that the job ended",
+			);
+			assert.match(String(told.message), new RegExp(`dispatch job ${id} \\(${FAKE_AGENT}\\) finished`));
+			assert.equal(settledCount(rpc), 0, "the agent is still busy");
+			assert.equal(srv.requests.length, 1, "the blocking dispatch still holds the turn");
+			const gate = await open(fifo, "w");
+			await gate.write("go\n");
+			await gate.close();
+			await waitSettled(rpc, 1);
+			assert.equal(srv.requests.length, 3, "one more request for the follow-up");
+			assert.doesNotMatch(JSON.stringify(srv.requests[1]), /Background dispatch job/, "not injected into the running turn");
+			assert.ok(userTexts(srv.requests[2]!).some((t) => t.includes(`Background dispatch job ${id}`)));
 		} finally {
 			await rpc.close();
 			await srv.close();
