@@ -17,6 +17,7 @@ import { type ChatRequest, startFakeOpenAI } from "./support/fake-openai.ts";
 import {
 	alive,
 	BIN,
+	cancelLiveJobs,
 	dispatchEnv,
 	FAKE_AGENT,
 	FAKE_CLI_DIR,
@@ -254,6 +255,7 @@ describe("background dispatch in real Pi (rpc)", { concurrency: true }, () => {
 			console.log(`# Pi quit with one job cancelled in ${quitMs}ms`);
 
 			// A later session: list it, cancel it, and read its result.
+			srv.setReplies([{ text: "Noted." }]); // the new session's model starts nothing
 			const sess2 = scratch("sd-sessions-2");
 			const rpc2 = new PiRpc({ home, cwd: scratch("sd-cwd-2"), args: ["-e", REPO, "--session-dir", sess2], env, log });
 			try {
@@ -276,12 +278,15 @@ describe("background dispatch in real Pi (rpc)", { concurrency: true }, () => {
 				assert.ok(result, "/dispatch jobs ID posted the kept job's result");
 				assert.equal(result.details.job.id, keptId);
 				assert.equal(result.details.failure.kind, "cancelled");
+				// Nothing of this test runs on.
+				const all = spawnSync(BIN, ["jobs", "--json"], { env: dispatchEnv(env), encoding: "utf8" });
+				assert.deepEqual((JSON.parse(all.stdout) as { state: string }[]).map((j) => j.state).sort(), ["cancelled", "cancelled"]);
 			} finally {
 				await rpc2.close();
 			}
 		} finally {
 			await rpc.close();
-			if (keptId) spawnSync(BIN, ["jobs", "cancel", keptId], { env: dispatchEnv({ AGENT_DISPATCH_STATE_DIR: state }) });
+			cancelLiveJobs(state);
 			await srv.close();
 		}
 	});

@@ -31,6 +31,7 @@ process.on("exit", () => {
  * test gives a CLI: under $HOME/.cache/agent-dispatch-tests, removed at exit.
  */
 let stateRoot: string | undefined;
+const stateDirs: string[] = [];
 export function jobStateDir(name: string): string {
 	if (!stateRoot) {
 		const base = join(homedir(), ".cache", "agent-dispatch-tests");
@@ -38,12 +39,25 @@ export function jobStateDir(name: string): string {
 		const root = mkdtempSync(join(base, "pi-jobs-"));
 		stateRoot = root;
 		process.on("exit", () => {
+			// A failed test must not leave a job running: cancel what is still live, then remove.
+			for (const d of stateDirs) cancelLiveJobs(d);
 			if (!process.env.KEEP_TEST_DIRS) rmSync(root, { recursive: true, force: true });
 		});
 	}
 	const d = join(stateRoot, `${++dirCounter}-${name}`);
 	mkdirSync(d, { recursive: true });
+	stateDirs.push(d);
 	return d;
+}
+
+/** Cancel every queued or running job in the store `state` (through the binary); returns their ids. */
+export function cancelLiveJobs(state: string): string[] {
+	const env = dispatchEnv({ AGENT_DISPATCH_STATE_DIR: state });
+	const list = spawnSync(BIN, ["jobs", "--json"], { env, encoding: "utf8" });
+	if (list.status !== 0) return [];
+	const live = (JSON.parse(list.stdout) as { id: string; state: string }[]).filter((j) => j.state === "queued" || j.state === "running");
+	for (const j of live) spawnSync(BIN, ["jobs", "cancel", j.id], { env });
+	return live.map((j) => j.id);
 }
 
 let dirCounter = 0;
