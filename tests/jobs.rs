@@ -204,10 +204,19 @@ fn the_concurrency_limit_queues_in_order_and_a_queued_job_can_be_cancelled() {
     assert!(job["startedAt"].is_null());
     assert!(job["result"]["exit"].is_null(), "nothing ran");
 
+    let d_cwd = w.another_cwd("d");
+    let fourth = w.submit_in(&d_cwd, "ok", &[]);
+    assert_eq!(w.state_of(&fourth), "queued");
     w.cmd(&["jobs", "cancel", &first]).output().unwrap();
-    let out = w.cmd(&["jobs", "wait", &second]).output().unwrap();
+    let out = w.cmd(&["jobs", "wait", &fourth]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert_eq!(w.state_of(&second), "succeeded");
+    let (b, d) = (w.show(&second), w.show(&fourth));
+    assert_eq!(b["state"], "succeeded");
+    // One slot, first come first served: the second job ran to its end before the fourth began.
+    assert!(
+        b["finishedAt"].as_u64().unwrap() <= d["startedAt"].as_u64().unwrap(),
+        "{b}\n{d}"
+    );
 }
 
 #[test]

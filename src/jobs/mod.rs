@@ -52,7 +52,14 @@ pub fn submit(store: &Store, spec: JobSpec, task: &str, program: &Path) -> std::
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, unix::detach_worker);
     }
-    let child = cmd.spawn()?;
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            // Never leave a job behind that nothing will run (it would read `lost`).
+            let _ = std::fs::remove_dir_all(&job.dir);
+            return Err(e);
+        }
+    };
     store::write_atomic(
         &job.dir.join(store::PID_FILE),
         child.id().to_string().as_bytes(),

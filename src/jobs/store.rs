@@ -195,8 +195,13 @@ pub struct Store {
 impl Store {
     /// Open (creating it if needed) the store at `root`.
     pub fn open(root: impl Into<PathBuf>) -> std::io::Result<Self> {
+        use std::os::unix::fs::PermissionsExt;
         let root = root.into();
-        std::fs::create_dir_all(&root)?;
+        if !root.is_dir() {
+            std::fs::create_dir_all(&root)?;
+            // Tasks and answers are the user's business only.
+            std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700))?;
+        }
         Ok(Self { root })
     }
 

@@ -75,7 +75,12 @@ fn cancel_on_signals(dir: &Path) -> std::io::Result<CancellationToken> {
 pub async fn work(dir: &Path, program: &Path, max_running: usize) -> std::io::Result<()> {
     // The lock arrived as our stdin; keep a close-on-exec duplicate of it (the same open file,
     // so the same lock) so that nothing we start can inherit it and outlive us holding it.
-    let _lock: File = std::io::stdin().as_fd().try_clone_to_owned()?.into();
+    let lock: File = std::io::stdin().as_fd().try_clone_to_owned()?.into();
+    if !same_file(&lock, &dir.join(store::LOCK_FILE)) {
+        return Err(std::io::Error::other(
+            "a job worker is started by `run --background`, with the job's locked lock file as its stdin",
+        ));
+    }
     unix::become_subreaper();
     let cancel = cancel_on_signals(dir)?;
     let spec: JobSpec = serde_json::from_slice(&std::fs::read(dir.join(store::JOB_FILE))?)
@@ -147,6 +152,15 @@ pub async fn work(dir: &Path, program: &Path, max_running: usize) -> std::io::Re
     // Nothing the dispatch started outlives the job (a subreaper's orphans included).
     unix::kill_descendants();
     Ok(())
+}
+
+/// Whether the open `file` is the file at `path` (same device and inode).
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// One line in one write, so a reader of the log never sees half of a line's bytes interleaved.
