@@ -89,7 +89,10 @@ describe("pi --mode json", { concurrency: true }, () => {
 			// The model saw the tool's typed parameters, `agent` narrowed to the ids the binary lists.
 			const schema = srv.requests[0]!.tools?.find((t) => t.function?.name === "dispatch")?.function?.parameters as any;
 			assert.deepEqual(schema.required, ["agent", "task"]);
-			assert.deepEqual(Object.keys(schema.properties), ["agent", "task", "scope", "model", "effort", "cwd"]);
+			assert.deepEqual(Object.keys(schema.properties), ["agent", "task", "scope", "model", "effort", "cwd", "timeout", "maxTokens", "background", "keep"]);
+			assert.equal(schema.properties.maxTokens.type, "integer");
+			assert.equal(schema.properties.background.type, "boolean");
+			assert.equal(schema.properties.keep.type, "boolean");
 			assert.equal(schema.properties.agent.type, "string");
 			assert.ok(schema.properties.agent.enum.includes(FAKE_AGENT), JSON.stringify(schema.properties.agent));
 			// The model's next request carried the full answer as the tool result.
