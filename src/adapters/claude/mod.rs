@@ -16,6 +16,7 @@ pub mod check;
 pub mod env;
 pub mod events;
 pub mod fake_api;
+pub mod git_home;
 pub mod launch;
 pub mod settings;
 
@@ -149,6 +150,19 @@ impl Adapter for ClaudeAdapter {
         // Validate the launch configuration up front (non-UTF-8 paths and the like).
         launch::settings_for(ctx)?;
         let mut notices = Vec::new();
+        if let Some(g) = git_home::GitHome::for_env(ctx.parent_env)
+            && let Err(e) = g.ensure()
+        {
+            notices.push(StreamEvent::Notice {
+                level: NoticeLevel::Warning,
+                message: format!(
+                    "could not write Claude Code's private git configuration in {} ({e}); the CLI \
+                     may append `{}` to your global git ignore file",
+                    g.dir.display(),
+                    git_home::CC_WRITES_IGNORE
+                ),
+            });
+        }
         if ctx.endpoint.is_none() && ctx.parent_env.contains_key(OsStr::new("ANTHROPIC_API_KEY")) {
             notices.push(StreamEvent::Notice {
                 level: NoticeLevel::Info,
