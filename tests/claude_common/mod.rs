@@ -41,9 +41,14 @@ pub fn claude_bin() -> PathBuf {
     p
 }
 
-/// `$CARGO_MANIFEST_DIR/.cache/claude-real` (git-ignored).
+/// `$HOME/.cache/agent-dispatch-tests/claude-real`: every home a test creates lives outside the
+/// temp dir and outside the clone (each run's own directory is removed after it).
 pub fn cache_dir() -> PathBuf {
-    let d = manifest_dir().join(".cache/claude-real");
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .expect("HOME must be set for the real-CLI tests");
+    let d = home.join(".cache/agent-dispatch-tests/claude-real");
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -90,6 +95,9 @@ pub struct Dispatch {
     snapshot: bool,
     preflight: bool,
     mutate: Option<Mutator>,
+    /// Engine runs only: run this adapter (a wrapper over Claude's) through `runner::run`
+    /// directly, past the gate.
+    adapter: Option<&'static dyn Adapter>,
 }
 
 impl Dispatch {
@@ -125,6 +133,7 @@ impl Dispatch {
             snapshot: true,
             preflight: true,
             mutate: None,
+            adapter: None,
         }
     }
 
@@ -138,6 +147,12 @@ impl Dispatch {
 
     pub fn with_snapshot(mut self, on: bool) -> Self {
         self.snapshot = on;
+        self
+    }
+
+    /// Engine runs only: run `adapter` instead of Claude's, through the runner.
+    pub fn with_adapter(mut self, adapter: &'static dyn Adapter) -> Self {
+        self.adapter = Some(adapter);
         self
     }
 
@@ -213,12 +228,35 @@ impl Dispatch {
         };
         let started = Instant::now();
         let supervisor = Supervisor::new();
-        let result = tokio::time::timeout(
-            RUN_LIMIT,
-            dispatch::dispatch(&req, &opts, &supervisor, cancel, &mut sink),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("dispatch did not finish within {RUN_LIMIT:?}"));
+        let program = claude_bin();
+        let work = async {
+            match self.adapter {
+                None => dispatch::dispatch(&req, &opts, &supervisor, cancel, &mut sink).await,
+                Some(adapter) => {
+                    let valid = agent_dispatch::request::ValidRequest {
+                        adapter,
+                        task: self.prompt.clone(),
+                        scope: None,
+                        model: self.model.clone(),
+                        effort: self.effort.clone(),
+                        cwd: self.cwd.clone(),
+                    };
+                    agent_dispatch::runner::run(
+                        &valid,
+                        &program,
+                        &self.parent_env,
+                        Some(&endpoint),
+                        &supervisor,
+                        cancel,
+                        &mut sink,
+                    )
+                    .await
+                }
+            }
+        };
+        let result = tokio::time::timeout(RUN_LIMIT, work)
+            .await
+            .unwrap_or_else(|_| panic!("dispatch did not finish within {RUN_LIMIT:?}"));
         let duration = started.elapsed();
         assert_eq!(
             supervisor.active(),
