@@ -12,8 +12,14 @@
 //! never lets happen.
 //!
 //! Isolation: each run gets a fresh `HOME` and `CLAUDE_CONFIG_DIR` under
-//! `$CARGO_MANIFEST_DIR/.cache/claude-real/` (git-ignored) and authenticates through the
-//! endpoint override (`ANTHROPIC_AUTH_TOKEN`). The binary missing is a failure, not a skip.
+//! `~/.cache/agent-dispatch-tests/claude-real/` (outside the temp dir and the clone; removed
+//! after the run) and authenticates through the endpoint override (`ANTHROPIC_AUTH_TOKEN`).
+//! The binary missing is a failure, not a skip.
+//!
+//! Security scenarios (`docs/security.md` links each claim here): the hostile repository
+//! fixture (`tests/fixtures/hostile-repo`, loaded by `tests/support/hostile.rs`), a home full of
+//! every class of the shared deny list, a backgrounded `sleep 600`. Each has a control run
+//! without the hardening, so a test that proves nothing fails.
 //!
 //! `read_only_guarantees` also regenerates `docs/verification/claude.md`.
 
@@ -204,15 +210,26 @@ async fn secrets_stay_hidden() -> Evidence {
     }
     // The control run read them: the test would catch a deny rule that does not apply.
     control.assert_ok();
+    // (Its own configuration directory the CLI rewrites and partly masks while it runs —
+    // `.claude.json`, `file-history/` — so entries there do not count for the control.)
     let seen = &control.tool_results()[0].text;
-    let readable = control_planted
+    let intact: Vec<&Planted> = control_planted
         .iter()
-        .filter(|p| seen.contains(&p.secret))
-        .count();
-    assert_eq!(
-        readable,
-        control_planted.len(),
-        "control run: not every planted file was readable without the deny rules:\n{seen}"
+        .filter(|p| !p.file.starts_with(control.home.join(".claude")))
+        .collect();
+    assert!(
+        intact.len() * 10 >= control_planted.len() * 8,
+        "{}",
+        intact.len()
+    );
+    let unread: Vec<String> = intact
+        .iter()
+        .filter(|p| !seen.contains(&p.secret))
+        .map(|p| p.file.display().to_string())
+        .collect();
+    assert!(
+        unread.is_empty(),
+        "control run: readable without the deny rules, yet not read: {unread:?}\n{seen}"
     );
     let mut ev = run.evidence("Secrets stay hidden");
     // The names only: values (session ids, proxy credentials) change on every run.
@@ -239,10 +256,11 @@ async fn secrets_stay_hidden() -> Evidence {
     ev.notes.push(format!(
         "Planted: {} files with unique contents, one per deny-list entry, by class: {}. None of \
          their contents reached the endpoint (Bash `cat` and the Read tool). Control run (same \
-         files, launch without `denyRead` and the `Read()` deny rules): all {} readable.",
+         files, launch without `denyRead` and the `Read()` deny rules): all {} outside the CLI's own \
+         configuration directory were readable.",
         planted.len(),
         classes.join(", "),
-        control_planted.len()
+        intact.len()
     ));
     ev
 }
@@ -474,7 +492,7 @@ async fn hostile_repository_is_inert() -> Evidence {
         .iter()
         .map(|r| r.body.to_string())
         .collect();
-    let live: Vec<&str> = [
+    let candidates = [
         "HOSTILE_CLAUDE_MD_LOADED",
         "HOSTILE_CLAUDE_LOCAL_MD_LOADED",
         "HOSTILE_DOT_CLAUDE_MD_LOADED",
@@ -484,10 +502,11 @@ async fn hostile_repository_is_inert() -> Evidence {
         "hostile-agent",
         "hostile-skill",
         "HOSTILE_PROJECT_VAR",
-    ]
-    .into_iter()
-    .filter(|t| attacker_bodies.contains(t))
-    .collect();
+        hostile::OUTSIDE_IMPORT_TEXT,
+    ];
+    let (live, not_live): (Vec<&str>, Vec<&str>) = candidates
+        .into_iter()
+        .partition(|t| attacker_bodies.contains(t));
     assert!(
         live.contains(&"HOSTILE_CLAUDE_MD_LOADED"),
         "control run: CLAUDE.md did not load: {live:?}"
@@ -518,7 +537,7 @@ async fn hostile_repository_is_inert() -> Evidence {
          `~/.config/git/ignore`: not written.\n\n\
          Control run (same fixture; launched without `--setting-sources user`, `--safe-mode`, \
          `--strict-mcp-config`, with `disableAllHooks: false`): markers {}; the answer came from \
-         the attacker's endpoint (`{}`); what reached it from the repository: {}; its \
+         the attacker's endpoint (`{}`); what reached it from the repository: {} (not: {}); its \
          `system/init` listed the repository's agent, skill, command, MCP server, output style \
          and model (`hostile-agent`, `hostile-skill`, `hostile-command`, `hostile-mcp`, \
          `hostile-style`, `attacker-model-from-project-settings`).",
@@ -529,6 +548,11 @@ async fn hostile_repository_is_inert() -> Evidence {
             .join(", "),
         control.text,
         live.iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        not_live
+            .iter()
             .map(|f| format!("`{f}`"))
             .collect::<Vec<_>>()
             .join(", "),

@@ -80,6 +80,18 @@ pub const STUBS: &[SandboxStub] = &[
     stub(StubBase::GitCommonDir, "worktrees"),
 ];
 
+/// What Claude Code's mechanisms cannot hide (each seen on 2.1.332; `docs/security.md`).
+pub const LIMITS: &[&str] = &[
+    "the credential Claude Code authenticates with (ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN, \
+     a provider key) is in the agent's shell environment: the CLI's own scrub \
+     (CLAUDE_CODE_SUBPROCESS_ENV_SCRUB) would hide it but writes stub files into the tree",
+    "only the paths of the shared deny list are unreadable: a secret elsewhere (another \
+     repository's .env, a key in an unusual place) and everything in the repository under review \
+     are readable by the agent",
+    "Claude Code's temp dir (/tmp/claude-<uid>) is shared by all of the user's Claude sessions \
+     and readable by the agent, background task outputs of other sessions included",
+];
+
 /// Which of [`SANDBOX_PROGRAMS`] are missing from `path` (the child's `PATH`).
 pub fn missing_sandbox_programs(path: Option<&OsStr>, cwd: &std::path::Path) -> Vec<&'static str> {
     SANDBOX_PROGRAMS
@@ -184,5 +196,9 @@ impl Adapter for ClaudeAdapter {
 
     fn sandbox_stubs(&self) -> &'static [SandboxStub] {
         STUBS
+    }
+
+    fn limits(&self) -> &'static [&'static str] {
+        LIMITS
     }
 }
