@@ -155,6 +155,14 @@ async fn secrets_stay_hidden() -> Evidence {
         control.parent_env_set(k, control_home.join(dir).to_str().unwrap());
     }
     let control_planted = plant_secrets(&control);
+    let _outside = RemoveOnDrop(
+        planted
+            .iter()
+            .chain(&control_planted)
+            .filter(|p| !p.file.starts_with(&home) && !p.file.starts_with(&control_home))
+            .map(|p| p.file.parent().unwrap().to_path_buf())
+            .collect(),
+    );
     control.script = Script::new()
         .bash(cat_command(&control_planted))
         .text("FAKE_DONE");
@@ -265,6 +273,17 @@ async fn secrets_stay_hidden() -> Evidence {
     ev
 }
 
+/// Directories removed when the test ends, passed or not.
+struct RemoveOnDrop(Vec<std::path::PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for d in &self.0 {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
 /// One file planted for a deny-list entry.
 struct Planted {
     class: agent_dispatch::secrets::SecretClass,
@@ -281,11 +300,24 @@ fn plant_secrets(d: &Dispatch) -> Vec<Planted> {
             .get(std::ffi::OsStr::new(k))
             .map(std::path::PathBuf::from)
     };
-    agent_dispatch::secrets::secret_paths(Some(d.home.path()), &var)
+    let mut entries = agent_dispatch::secrets::secret_paths(Some(d.home.path()), &var);
+    // Claude's shared temp dir (`/tmp/claude-<uid>`): what other sessions left there.
+    entries.extend(agent_dispatch::adapters::claude::tmp::shared_tmp_secrets(
+        &d.parent_env,
+    ));
+    let home = d.home.path().to_path_buf();
+    entries
         .into_iter()
         .enumerate()
         .map(|(i, s)| {
-            let file = if s.dir {
+            let file = if !s.path.starts_with(&home) {
+                // Outside the scratch home: a unique name, removed by the test.
+                s.path.join(format!(
+                    "agent-dispatch-test-{}-{}/task.output",
+                    std::process::id(),
+                    home.file_name().unwrap().to_string_lossy()
+                ))
+            } else if s.dir {
                 s.path.join("planted-secret")
             } else {
                 s.path.clone()

@@ -95,6 +95,7 @@ pub const NEVER: &[&str] = &[
     "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB",
     "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS",
     "GIT_CONFIG_GLOBAL",
+    "CLAUDE_CODE_TMPDIR",
 ];
 
 /// Set on every launch, whatever the caller's environment says.

@@ -68,18 +68,23 @@ pub fn settings_for(ctx: &LaunchContext<'_>) -> Result<settings::Settings, Failu
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
-    let secrets = crate::secrets::secret_paths(var("HOME").as_deref(), &var);
+    let mut secrets = crate::secrets::secret_paths(var("HOME").as_deref(), &var);
+    secrets.extend(super::tmp::shared_tmp_secrets(ctx.parent_env));
     settings::build(ctx.cwd, &secrets)
 }
 
 /// The allowlisted environment plus `GIT_CONFIG_GLOBAL` naming the private git configuration
-/// of [`GitHome`] (written by the preflight), sorted.
+/// of [`GitHome`] and `CLAUDE_CODE_TMPDIR` naming the private temp dir of [`super::tmp`] (both
+/// made by the preflight), sorted.
 pub fn child_env(ctx: &LaunchContext<'_>) -> Vec<(OsString, OsString)> {
     let mut env = env::child_env(ctx.parent_env, ctx.endpoint);
     if let Some(g) = GitHome::for_env(ctx.parent_env) {
         env.push(("GIT_CONFIG_GLOBAL".into(), g.config_path().into()));
-        env.sort();
     }
+    if let Some(t) = super::tmp::private_tmp(ctx.parent_env) {
+        env.push(("CLAUDE_CODE_TMPDIR".into(), t.into()));
+    }
+    env.sort();
     env
 }
 

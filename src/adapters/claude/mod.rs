@@ -19,6 +19,7 @@ pub mod fake_api;
 pub mod git_home;
 pub mod launch;
 pub mod settings;
+pub mod tmp;
 
 use std::ffi::OsStr;
 
@@ -88,8 +89,8 @@ pub const LIMITS: &[&str] = &[
     "only the paths of the shared deny list are unreadable: a secret elsewhere (another \
      repository's .env, a key in an unusual place) and everything in the repository under review \
      are readable by the agent",
-    "Claude Code's temp dir (/tmp/claude-<uid>) is shared by all of the user's Claude sessions \
-     and readable by the agent, background task outputs of other sessions included",
+    "Claude Code's temp dir is moved off the one all of the user's Claude sessions share, but \
+     all dispatches of one user share theirs (${TMPDIR:-/tmp}/agent-dispatch-<uid>/claude)",
 ];
 
 /// Which of [`SANDBOX_PROGRAMS`] are missing from `path` (the child's `PATH`).
@@ -162,6 +163,17 @@ impl Adapter for ClaudeAdapter {
         // Validate the launch configuration up front (non-UTF-8 paths and the like).
         launch::settings_for(ctx)?;
         let mut notices = Vec::new();
+        if let Some(dir) = tmp::private_tmp(ctx.parent_env) {
+            tmp::ensure(&dir).map_err(|e| {
+                Failure::new(
+                    FailureKind::SpawnFailed,
+                    format!(
+                        "could not create Claude Code's private temp dir {}: {e}",
+                        dir.display()
+                    ),
+                )
+            })?;
+        }
         if let Some(g) = git_home::GitHome::for_env(ctx.parent_env)
             && let Err(e) = g.ensure()
         {
