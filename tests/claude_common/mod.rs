@@ -644,7 +644,12 @@ pub fn write_verification_doc(evidence: &[Evidence]) {
          Only with `CLAUDE_CODE_USE_BEDROCK` on: {}.\n\n\
          Only with `CLAUDE_CODE_USE_VERTEX` on: {}.\n\n\
          Only with `CLAUDE_CODE_USE_FOUNDRY` on: {}.\n\n\
-         Never passed: {}.\n\n\
+         Never passed from the caller: {}.\n\n\
+         Set by the adapter on every launch: {}; `GIT_CONFIG_GLOBAL` (a private global git \
+         configuration that includes the user's, so the CLI stops appending to the user's global git \
+         ignore file: `adapters/claude/git_home.rs`); `CLAUDE_CODE_TMPDIR` (a private temp dir instead \
+         of the `/tmp/claude-<uid>` all of the user's Claude sessions share, which is denied: \
+         `adapters/claude/tmp.rs`).\n\n\
          With a loopback endpoint (tests, self-check) these are dropped and replaced by the endpoint's \
          `ANTHROPIC_BASE_URL`, `ANTHROPIC_AUTH_TOKEN` and `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`: {}.\n",
         list(agent_dispatch::env::BASE_ALLOWLIST),
@@ -653,6 +658,11 @@ pub fn write_verification_doc(evidence: &[Evidence]) {
         list(cenv::VERTEX_ALLOWLIST),
         list(cenv::FOUNDRY_ALLOWLIST),
         list(cenv::NEVER),
+        cenv::FIXED
+            .iter()
+            .map(|(k, v)| format!("`{k}={v}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
         list(cenv::ENDPOINT_REPLACES),
     );
     for e in evidence {
