@@ -372,7 +372,8 @@ fn without_deny_rules(l: &mut agent_dispatch::launch::Launch) {
 /// fake endpoint plus project variables, permissive permissions, sandbox off, hooks, a model
 /// override, an output style, plugins), `.mcp.json`, `.claude/agents|skills|commands|rules|
 /// output-styles`, `CLAUDE.md` (with imports of a secret and of a file outside the tree),
-/// `CLAUDE.local.md`, `.claude/CLAUDE.md` and a plugin marketplace. The model runs `env`, tries
+/// `CLAUDE.local.md`, `.claude/CLAUDE.md`, a plugin marketplace, and hostile repository-local
+/// git configuration (fsmonitor, pager, hooks path, filters, textconv). The model runs `env`, tries
 /// writes in and outside the tree and reads a secret. Nothing of the repository applies: no
 /// marker, zero requests at the attacker, no project variable in the agent's shell, none of the
 /// repository's instructions or definitions in any request, the user's git ignore untouched,
@@ -386,6 +387,7 @@ async fn hostile_repository_is_inert() -> Evidence {
     let control_attacker = FakeMessages::start(attacker_script).await.unwrap();
     let world = HostileWorld::create(&cache_dir(), &attacker.base_url(), &[]);
     let control_world = HostileWorld::create(&cache_dir(), &control_attacker.base_url(), &[]);
+    world.plant_git_config();
     let mut d = Dispatch::new(&world.repo(), Script::new());
     let home = d.home.path().to_path_buf();
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
@@ -400,6 +402,8 @@ async fn hostile_repository_is_inert() -> Evidence {
         .bash(PY_WRITE_CMD)
         .bash(format!("cat {}/.ssh/id_ed25519", home.display()))
         .text("REAL_ANSWER");
+    // The sandboxed agent's own git runs the repository's git configuration (inside the
+    // sandbox, read-only); what matters is that nothing outside it does.
     let control = Dispatch::new(
         &control_world.repo(),
         Script::new().bash("env").text("REAL_ANSWER"),
