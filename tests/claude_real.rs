@@ -599,7 +599,8 @@ async fn hostile_repository_is_inert() -> Evidence {
 /// A hook in the user's settings, a hook in the project's settings and an MCP server in the
 /// project's `.mcp.json` would each write a marker file; none runs. The init event lists exactly
 /// the Bash and Read tools and no MCP server. A control run of the same setup without
-/// `--safe-mode`, `--strict-mcp-config` and `disableAllHooks` shows the hooks are real.
+/// `--setting-sources user`, `--safe-mode`, `--strict-mcp-config` and `disableAllHooks` shows the
+/// hooks are real.
 async fn hooks_and_mcp_servers_never_run() -> Evidence {
     let (run, markers, _repo) = hook_run(false).await;
     run.assert_ok();
@@ -626,7 +627,7 @@ async fn hooks_and_mcp_servers_never_run() -> Evidence {
     let mut ev = run.evidence("Hooks and MCP servers never run");
     ev.init = Some(init);
     ev.notes.push(format!(
-        "Control run (same files, launched without `--safe-mode`, `--strict-mcp-config` and with \
+        "Control run (same files, launched without `--setting-sources user`, `--safe-mode`, `--strict-mcp-config` and with \
          `disableAllHooks: false`): markers written: {}.",
         fired
             .iter()
