@@ -5,7 +5,8 @@
 //!   [`secrets`] (the shared deny list), [`prompt`], [`text`], [`loopback`] (test/check HTTP servers);
 //! - [`supervise`]: process groups, cleanup, lifeline (the only place that talks to the OS);
 //! - [`adapter`]: the per-CLI contract; [`adapters`]: one folder per CLI and the registry;
-//! - [`request`] (validation), [`program`] (finding a CLI), [`tree_guard`];
+//! - [`request`] (validation), [`program`] (finding a CLI), [`launcher`] (what a shim runs),
+//!   [`tree_guard`];
 //! - [`runner`]: run one launch and classify it;
 //! - [`readonly`]: the check and the gate; [`dispatch`]: the service every face calls;
 //! - [`protocol`]: the versioned JSONL the CLI writes.
@@ -17,6 +18,7 @@ pub mod dispatch;
 pub mod env;
 pub mod git;
 pub mod launch;
+pub mod launcher;
 pub mod loopback;
 pub mod program;
 pub mod prompt;
