@@ -146,7 +146,9 @@ async fn secrets_stay_hidden() -> Evidence {
         }
     }
     d.script = script.text("FAKE_DONE");
-    let mut control = Dispatch::new(repo.path(), Script::new());
+    // Its own tree: the two runs overlap, and the hardened one compares its tree.
+    let control_repo = ScratchRepo::create(None).unwrap();
+    let mut control = Dispatch::new(control_repo.path(), Script::new());
     let control_home = control.home.path().to_path_buf();
     for (k, dir) in [
         ("CODEX_HOME", "codex-home"),
