@@ -213,6 +213,11 @@ pub trait Adapter: Send + Sync {
         None
     }
 
+    /// What this adapter cannot hide or enforce, in plain sentences (`agents` shows them).
+    fn limits(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Mount-point stubs this CLI's sandbox may leave in the tree (see [`SandboxStub`]).
     fn sandbox_stubs(&self) -> &'static [SandboxStub] {
         &[]

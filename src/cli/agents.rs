@@ -18,6 +18,8 @@ struct AgentInfo {
     version: Option<String>,
     install_hint: &'static str,
     capabilities: Capabilities,
+    /// What the adapter cannot hide or enforce.
+    limits: &'static [&'static str],
 }
 
 pub async fn agents(json: bool) -> anyhow::Result<ExitCode> {
@@ -39,6 +41,7 @@ pub async fn agents(json: bool) -> anyhow::Result<ExitCode> {
             version,
             install_hint: a.install_hint(),
             capabilities: a.capabilities(),
+            limits: a.limits(),
         });
     }
     supervisor.shutdown().await;
@@ -59,6 +62,9 @@ pub async fn agents(json: bool) -> anyhow::Result<ExitCode> {
                 (true, false) => "NOT enforced",
             };
             println!("{:<8} {:<12} {ro:<20} {state}", i.id, i.display_name);
+            for l in i.limits {
+                println!("         limit: {l}");
+            }
         }
         if infos.iter().any(|i| i.installed) {
             println!(

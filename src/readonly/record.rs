@@ -208,18 +208,8 @@ pub struct CheckRecord {
     pub evidence: Vec<String>,
 }
 
-/// Where records live: `$AGENT_DISPATCH_CACHE_DIR`, else `$XDG_CACHE_HOME/agent-dispatch`,
-/// else `$HOME/.cache/agent-dispatch`.
-pub fn cache_dir(env: &Env) -> Option<PathBuf> {
-    let get = |k: &str| {
-        env.get(std::ffi::OsStr::new(k))
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    get("AGENT_DISPATCH_CACHE_DIR")
-        .or_else(|| get("XDG_CACHE_HOME").map(|d| d.join("agent-dispatch")))
-        .or_else(|| get("HOME").map(|h| h.join(".cache/agent-dispatch")))
-}
+/// Where records live: see [`crate::env::cache_dir`].
+pub use crate::env::cache_dir;
 
 fn record_path(dir: &Path, key: &CheckKey) -> PathBuf {
     let json = serde_json::to_vec(key).unwrap_or_default();

@@ -96,6 +96,9 @@ pub struct Dispatch {
     snapshot: bool,
     preflight: bool,
     mutate: Option<Mutator>,
+    /// Engine runs only: run this adapter (a wrapper over Claude's) through `runner::run`
+    /// directly, past the gate.
+    adapter: Option<&'static dyn Adapter>,
 }
 
 impl Dispatch {
@@ -132,6 +135,7 @@ impl Dispatch {
             snapshot: true,
             preflight: true,
             mutate: None,
+            adapter: None,
         }
     }
 
@@ -145,6 +149,12 @@ impl Dispatch {
 
     pub fn with_snapshot(mut self, on: bool) -> Self {
         self.snapshot = on;
+        self
+    }
+
+    /// Engine runs only: run `adapter` instead of Claude's, through the runner.
+    pub fn with_adapter(mut self, adapter: &'static dyn Adapter) -> Self {
+        self.adapter = Some(adapter);
         self
     }
 
@@ -221,12 +231,35 @@ impl Dispatch {
         };
         let started = Instant::now();
         let supervisor = Supervisor::new();
-        let result = tokio::time::timeout(
-            RUN_LIMIT,
-            dispatch::dispatch(&req, &opts, &supervisor, cancel, &mut sink),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("dispatch did not finish within {RUN_LIMIT:?}"));
+        let program = claude_bin();
+        let work = async {
+            match self.adapter {
+                None => dispatch::dispatch(&req, &opts, &supervisor, cancel, &mut sink).await,
+                Some(adapter) => {
+                    let valid = agent_dispatch::request::ValidRequest {
+                        adapter,
+                        task: self.prompt.clone(),
+                        scope: None,
+                        model: self.model.clone(),
+                        effort: self.effort.clone(),
+                        cwd: self.cwd.clone(),
+                    };
+                    agent_dispatch::runner::run(
+                        &valid,
+                        &program,
+                        &self.parent_env,
+                        Some(&endpoint),
+                        &supervisor,
+                        cancel,
+                        &mut sink,
+                    )
+                    .await
+                }
+            }
+        };
+        let result = tokio::time::timeout(RUN_LIMIT, work)
+            .await
+            .unwrap_or_else(|_| panic!("dispatch did not finish within {RUN_LIMIT:?}"));
         let duration = started.elapsed();
         assert_eq!(
             supervisor.active(),
@@ -614,7 +647,12 @@ pub fn write_verification_doc(evidence: &[Evidence]) {
          Only with `CLAUDE_CODE_USE_BEDROCK` on: {}.\n\n\
          Only with `CLAUDE_CODE_USE_VERTEX` on: {}.\n\n\
          Only with `CLAUDE_CODE_USE_FOUNDRY` on: {}.\n\n\
-         Never passed: {}.\n\n\
+         Never passed from the caller: {}.\n\n\
+         Set by the adapter on every launch: {}; `GIT_CONFIG_GLOBAL` (a private global git \
+         configuration that includes the user's, so the CLI stops appending to the user's global git \
+         ignore file: `adapters/claude/git_home.rs`); `CLAUDE_CODE_TMPDIR` (a private temp dir instead \
+         of the `/tmp/claude-<uid>` all of the user's Claude sessions share, which is denied: \
+         `adapters/claude/tmp.rs`).\n\n\
          With a loopback endpoint (tests, self-check) these are dropped and replaced by the endpoint's \
          `ANTHROPIC_BASE_URL`, `ANTHROPIC_AUTH_TOKEN` and `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`: {}.\n",
         list(agent_dispatch::env::BASE_ALLOWLIST),
@@ -623,6 +661,11 @@ pub fn write_verification_doc(evidence: &[Evidence]) {
         list(cenv::VERTEX_ALLOWLIST),
         list(cenv::FOUNDRY_ALLOWLIST),
         list(cenv::NEVER),
+        cenv::FIXED
+            .iter()
+            .map(|(k, v)| format!("`{k}={v}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
         list(cenv::ENDPOINT_REPLACES),
     );
     for e in evidence {

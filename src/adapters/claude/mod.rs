@@ -19,8 +19,10 @@ pub mod enforcing;
 pub mod env;
 pub mod events;
 pub mod fake_api;
+pub mod git_home;
 pub mod launch;
 pub mod settings;
+pub mod tmp;
 
 use std::ffi::OsStr;
 
@@ -80,6 +82,18 @@ pub const STUBS: &[SandboxStub] = &[
     stub(StubBase::GitCommonDir, "objects/info"),
     stub(StubBase::GitCommonDir, "remotes"),
     stub(StubBase::GitCommonDir, "worktrees"),
+];
+
+/// What Claude Code's mechanisms cannot hide (each seen on 2.1.332; `docs/security.md`).
+pub const LIMITS: &[&str] = &[
+    "the credential Claude Code authenticates with (ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN, \
+     a provider key) is in the agent's shell environment: the CLI's own scrub \
+     (CLAUDE_CODE_SUBPROCESS_ENV_SCRUB) would hide it but writes stub files into the tree",
+    "only the paths of the shared deny list are unreadable: a secret elsewhere (another \
+     repository's .env, a key in an unusual place) and everything in the repository under review \
+     are readable by the agent",
+    "Claude Code's temp dir is moved off the one all of the user's Claude sessions share, but \
+     all dispatches of one user share theirs (${TMPDIR:-/tmp}/agent-dispatch-<uid>/claude)",
 ];
 
 /// Which of [`SANDBOX_PROGRAMS`] are missing from `path` (the child's `PATH`).
@@ -154,6 +168,30 @@ impl Adapter for ClaudeAdapter {
         launch::settings_for(ctx)?;
         credentials::check(ctx, supervisor).await?;
         let mut notices = Vec::new();
+        if let Some(dir) = tmp::private_tmp(ctx.parent_env) {
+            tmp::ensure(&dir).map_err(|e| {
+                Failure::new(
+                    FailureKind::SpawnFailed,
+                    format!(
+                        "could not create Claude Code's private temp dir {}: {e}",
+                        dir.display()
+                    ),
+                )
+            })?;
+        }
+        if let Some(g) = git_home::GitHome::for_env(ctx.parent_env)
+            && let Err(e) = g.ensure()
+        {
+            notices.push(StreamEvent::Notice {
+                level: NoticeLevel::Warning,
+                message: format!(
+                    "could not write Claude Code's private git configuration in {} ({e}); the CLI \
+                     may append `{}` to your global git ignore file",
+                    g.dir.display(),
+                    git_home::CC_WRITES_IGNORE
+                ),
+            });
+        }
         if ctx.endpoint.is_none() && ctx.parent_env.contains_key(OsStr::new("ANTHROPIC_API_KEY")) {
             notices.push(StreamEvent::Notice {
                 level: NoticeLevel::Info,
@@ -175,6 +213,10 @@ impl Adapter for ClaudeAdapter {
 
     fn sandbox_stubs(&self) -> &'static [SandboxStub] {
         STUBS
+    }
+
+    fn limits(&self) -> &'static [&'static str] {
+        LIMITS
     }
 
     fn enforcing_files(
