@@ -2,10 +2,14 @@
 //!
 //! * The binary is `$CARGO_MANIFEST_DIR/.tools/node_modules/.bin/codex` (installed by
 //!   `scripts/install-tools.sh`); a missing binary FAILS the test, it never skips.
-//! * Every run gets a fresh `CODEX_HOME` and `HOME` under `$CARGO_MANIFEST_DIR/.cache/`
-//!   (git-ignored) — never under the temp dir, where codex's sandbox helper cannot start.
+//! * Every run gets a fresh `CODEX_HOME` and `HOME` under `$HOME/.cache/agent-dispatch-tests/`
+//!   — never under the temp dir, where codex's sandbox helper cannot start, and never inside
+//!   the clone (a repository under test must not contain the homes).
 //! * The caller environment handed to the engine is built here, never inherited wholesale.
 #![allow(dead_code)]
+
+pub mod hostile;
+pub mod secrets;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -40,15 +44,18 @@ pub fn codex() -> PathBuf {
     bin_dir().join("codex")
 }
 
-/// `$CARGO_MANIFEST_DIR/.cache/codex-tests`, created on demand.
+/// `$HOME/.cache/agent-dispatch-tests/codex`, created on demand.
 pub fn cache() -> PathBuf {
-    let d = root().join(".cache/codex-tests");
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .expect("HOME must be set for the codex tests");
+    let d = PathBuf::from(home).join(".cache/agent-dispatch-tests/codex");
     std::fs::create_dir_all(&d).unwrap();
     d
 }
 
 /// A fresh world for one run: a scratch git repo (one commit + an uncommitted change), a home
-/// directory and a `CODEX_HOME`, all under `.cache/` and removed on drop.
+/// directory and a `CODEX_HOME`, all under [`cache`] and removed on drop.
 pub struct World {
     pub dir: tempfile::TempDir,
     pub repo: ScratchRepo,
