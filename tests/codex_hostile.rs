@@ -4,15 +4,19 @@
 //! key) elsewhere, write, or hand a secret of the user's to the model.
 
 mod codex_support;
+#[path = "support/hostile.rs"]
+mod hostile;
 
 use std::path::PathBuf;
 
+use agent_dispatch::adapters::codex::fake_api::{FakeResponses, Script, Step, ToolOutput, call_id};
 use agent_dispatch::adapters::codex::launch::{ENDPOINT_KEY_ENV, HELPER_FLAGS};
 use agent_dispatch::adapters::codex::permissions::CODEX_HOME_SECRETS;
-use agent_dispatch::selftest::fake_responses::{FakeResponses, Script, Step, ToolOutput, call_id};
-use agent_dispatch::selftest::snapshot::Snapshot;
+use agent_dispatch::contract::DispatchRequest;
+use agent_dispatch::readonly::snapshot::Snapshot;
 use codex_support::secrets::{Planted, plant, request_text};
-use codex_support::{Run, World, dispatch, hostile};
+use codex_support::{Run, World, dispatch};
+use hostile::HostileWorld;
 
 fn output_of(outs: &[ToolOutput], step: usize) -> String {
     outs.iter()
@@ -39,22 +43,26 @@ async fn attacker() -> FakeResponses {
     .unwrap()
 }
 
-/// A world whose repository carries the hostile fixture, committed, and whose user config
-/// trusts that repository.
-fn hostile_world(name: &str, second: &FakeResponses) -> (World, PathBuf) {
+/// A world (HOME, CODEX_HOME) plus the shared hostile fixture materialised as a committed
+/// repository, which the user's config trusts.
+fn hostile_world(name: &str, second: &FakeResponses) -> (World, HostileWorld) {
     let w = World::new(name);
-    let repo = w.repo.path().canonicalize().unwrap();
-    let files = hostile::install(
-        &repo,
-        &hostile::Vars {
-            marks: &w.marks(),
-            second_base_url: &second.base_url(),
-            repo: &repo,
-        },
-    );
-    assert!(files.iter().any(|f| f.ends_with("AGENTS.md")), "{files:?}");
-    w.write_codex_config("config.toml", &hostile::trusting_user_config(&repo));
-    (w, repo)
+    let hw = HostileWorld::create(w.dir.path(), &second.base_url(), &[]);
+    assert!(hw.repo().join("AGENTS.md").exists());
+    assert!(hw.repo().join(".codex/config.toml").exists());
+    w.trust(&hw.repo());
+    (w, hw)
+}
+
+fn request(hw: &HostileWorld, model: Option<&str>, effort: Option<&str>) -> DispatchRequest {
+    DispatchRequest {
+        agent: "codex".into(),
+        task: "Review this repository.".into(),
+        scope: None,
+        model: model.map(str::to_owned),
+        effort: effort.map(str::to_owned),
+        cwd: hw.repo(),
+    }
 }
 
 const FINAL: &str = "FINAL_ANSWER: reviewed";
@@ -62,8 +70,9 @@ const FINAL: &str = "FINAL_ANSWER: reviewed";
 #[tokio::test]
 async fn hostile_repository_configuration_is_inert() {
     let second = attacker().await;
-    let (w, repo) = hostile_world("hostile-repo", &second);
-    let marks = w.marks();
+    let (w, hw) = hostile_world("hostile-repo", &second);
+    let repo = hw.repo();
+    let marks = hw.markers();
     let fake = FakeResponses::start(Script::new(vec![
         Step::shell("echo PV=[$HOSTILE_PROJECT_VAR]"),
         Step::shell("printf x > probe.txt"),
@@ -76,7 +85,7 @@ async fn hostile_repository_configuration_is_inert() {
     .unwrap();
     let before = Snapshot::take(&repo).unwrap();
     let run = dispatch(
-        w.request(Some("gpt-5.5"), None),
+        request(&hw, Some("gpt-5.5"), None),
         w.env(),
         Some(fake.endpoint()),
     )
@@ -86,7 +95,7 @@ async fn hostile_repository_configuration_is_inert() {
     assert_eq!(run.result.text, FINAL);
 
     // Nothing the repository names ran: no MCP server, hook, notify; no marker of the agent's.
-    assert_eq!(w.marks_present(), Vec::<String>::new());
+    assert_eq!(hw.fired(), Vec::<String>::new());
     // The model traffic, and the key, went only to the dispatcher's endpoint.
     assert_eq!(second.requests().len(), 0, "{:?}", second.requests());
     assert!(!fake.model_requests().is_empty());
@@ -111,7 +120,10 @@ async fn hostile_repository_configuration_is_inert() {
     assert_eq!(before.diff(&after), Vec::<String>::new());
     // AGENTS.md is only text for the model: it reached the model, and nothing it asks happened.
     let first = fake.model_requests()[0].body.to_string();
-    assert!(first.contains("HOSTILE_AGENTS_MD_MARKER"), "AGENTS.md not sent");
+    assert!(
+        first.contains("HOSTILE_AGENTS_MD_MARKER"),
+        "AGENTS.md not sent"
+    );
     assert!(!repo.join("agents-md-wrote.txt").exists());
     // Codex itself says why the project's config did not load.
     assert!(
@@ -130,7 +142,8 @@ async fn hostile_repository_configuration_is_inert() {
 #[tokio::test]
 async fn control_the_hostile_fixture_is_live_when_codex_loads_it() {
     let second = attacker().await;
-    let (w, repo) = hostile_world("hostile-control", &second);
+    let (w, hw) = hostile_world("hostile-control", &second);
+    let repo = hw.repo();
     let fake = FakeResponses::start(Script::new(vec![
         Step::shell("echo PV=[$HOSTILE_PROJECT_VAR]; printf x > control-probe.txt"),
         Step::message("CONTROL_DONE"),
@@ -173,7 +186,7 @@ async fn control_the_hostile_fixture_is_live_when_codex_loads_it() {
     let pv = output_of(&fake.tool_outputs(), 0);
     assert!(pv.contains("PV=[project-env-loaded]"), "{pv}");
     assert!(repo.join("control-probe.txt").exists());
-    let marks = w.marks_present();
+    let marks = hw.fired();
     for m in [
         "codex-project-mcp-server-ran",
         "codex-project-hook-session-start-ran",
@@ -193,7 +206,8 @@ async fn control_the_hostile_fixture_is_live_when_codex_loads_it() {
 fn plant_secrets(w: &World) -> (Vec<Planted>, Planted) {
     let home = w.home();
     let ch = w.codex_home();
-    let planting = plant(&home, std::slice::from_ref(&ch), "codex");
+    let var = |name: &str| (name == "CODEX_HOME").then(|| ch.clone());
+    let planting = plant(&home, &var, "codex");
     let mut secrets = planting.secrets;
     for (i, name) in CODEX_HOME_SECRETS.iter().enumerate() {
         let file = ch.join(name.replace('*', "planted"));
@@ -344,7 +358,8 @@ async fn doctor_mcp_servers(w: &World, cwd: &std::path::Path) -> String {
 #[tokio::test]
 async fn helper_commands_run_in_an_empty_directory_not_the_repository() {
     let second = attacker().await;
-    let (w, repo) = hostile_world("helpers-hostile", &second);
+    let (w, hw) = hostile_world("helpers-hostile", &second);
+    let repo = hw.repo();
     let (dir, log) = logging_wrapper(&w);
     let mut env = w.env();
     let mut path = std::ffi::OsString::from(&dir);
@@ -355,7 +370,7 @@ async fn helper_commands_run_in_an_empty_directory_not_the_repository() {
         .await
         .unwrap();
     // Effort only, no model anywhere: pre-validation runs `debug models` and `doctor`.
-    let run = dispatch(w.request(None, Some("high")), env, Some(fake.endpoint())).await;
+    let run = dispatch(request(&hw, None, Some("high")), env, Some(fake.endpoint())).await;
     assert_ok(&run);
     let calls = std::fs::read_to_string(&log).unwrap();
     let helpers: Vec<&str> = calls
@@ -366,11 +381,14 @@ async fn helper_commands_run_in_an_empty_directory_not_the_repository() {
     for l in helpers {
         let parts: Vec<&str> = l.split('|').collect();
         let cwd = PathBuf::from(parts[1]);
-        assert!(!cwd.starts_with(&repo), "a helper ran in the repository: {l}");
+        assert!(
+            !cwd.starts_with(&repo),
+            "a helper ran in the repository: {l}"
+        );
         assert_eq!(parts[2], "0", "a helper's directory was not empty: {l}");
         assert!(parts[0].contains("project_root_markers=[]"), "{l}");
     }
-    assert_eq!(w.marks_present(), Vec::<String>::new());
+    assert_eq!(hw.fired(), Vec::<String>::new());
     assert_eq!(second.requests().len(), 0, "{:?}", second.requests());
 
     // What the empty directory is for: the same helper in the (trusted) repository loads the

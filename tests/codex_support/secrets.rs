@@ -1,6 +1,6 @@
 //! A scratch `HOME` full of secrets: one file per entry of the shared deny list
-//! (`agent_dispatch::secrets::secret_paths`), each holding a unique token, plus one ordinary
-//! file whose token must reach the model (the control that shows `cat` really ran).
+//! (`agent_dispatch::secrets::secret_paths`, every class), each holding a unique token, plus one
+//! ordinary file whose token must reach the model (the control that shows `cat` really ran).
 
 use std::path::{Path, PathBuf};
 
@@ -51,11 +51,11 @@ fn contents(file: &Path, token: &str) -> String {
     }
 }
 
-/// Plant every deny-list entry for `home` (with `config_dirs` as the CLIs' homes).
-pub fn plant(home: &Path, config_dirs: &[PathBuf], tag: &str) -> Planting {
+/// Plant every deny-list entry for `home`, with configuration directories from `var`.
+pub fn plant(home: &Path, var: &dyn Fn(&str) -> Option<PathBuf>, tag: &str) -> Planting {
     let mut secrets = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for (i, s) in secret_paths(home, config_dirs).iter().enumerate() {
+    for (i, s) in secret_paths(Some(home), var).iter().enumerate() {
         let file = concrete(s);
         if !seen.insert(file.clone()) {
             continue;
@@ -86,6 +86,6 @@ pub fn plant(home: &Path, config_dirs: &[PathBuf], tag: &str) -> Planting {
 }
 
 /// Everything a request carried, as one string (body and auth header).
-pub fn request_text(r: &agent_dispatch::selftest::server::LoggedRequest) -> String {
+pub fn request_text(r: &agent_dispatch::loopback::LoggedRequest) -> String {
     format!("{} {} {:?} {}", r.method, r.path, r.auth, r.body)
 }

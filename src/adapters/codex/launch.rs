@@ -228,17 +228,22 @@ fn credential_excludes(provider_vars: &[String]) -> String {
     )
 }
 
-/// The shared deny list for this user, as Codex filesystem keys.
+/// The shared deny list for this user, as Codex filesystem keys. Configuration directories
+/// come from the caller's environment, with `CODEX_HOME` resolved as codex resolves it.
 fn deny_list(parent_env: &Env) -> (Vec<String>, Vec<permissions::Kept>) {
-    let home = parent_env
-        .get(std::ffi::OsStr::new("HOME"))
-        .filter(|v| !v.is_empty())
-        .map(std::path::PathBuf::from)
-        .or_else(dirs::home_dir)
-        .unwrap_or_else(|| std::path::PathBuf::from("/"));
-    let codex_home = config::codex_home(parent_env).unwrap_or_else(|_| home.join(".codex"));
-    let secrets = crate::secrets::secret_paths(&home, std::slice::from_ref(&codex_home));
-    permissions::deny_paths(&secrets, &codex_home)
+    let var = |name: &str| {
+        parent_env
+            .get(std::ffi::OsStr::new(name))
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    let home = var("HOME").or_else(dirs::home_dir);
+    let codex_home = config::codex_home(parent_env).ok();
+    let secrets = crate::secrets::secret_paths(home.as_deref(), &|name| match name {
+        "CODEX_HOME" => codex_home.clone(),
+        _ => var(name),
+    });
+    permissions::deny_paths(&secrets, codex_home.as_deref())
 }
 
 /// The full launch for one dispatch.
@@ -253,7 +258,11 @@ pub fn build(ctx: &LaunchContext<'_>, resolved: &Resolved) -> Result<Launch, Fai
     let mut args: Vec<OsString> = EXEC_FLAGS.iter().map(OsString::from).collect();
     args.push("-C".into());
     args.push(ctx.cwd.as_os_str().to_owned());
-    for o in EXEC_OVERRIDES.iter().copied().chain(resolved.sandbox.iter().map(String::as_str)) {
+    for o in EXEC_OVERRIDES
+        .iter()
+        .copied()
+        .chain(resolved.sandbox.iter().map(String::as_str))
+    {
         args.push("-c".into());
         args.push(o.into());
     }
@@ -356,7 +365,10 @@ mod tests {
         let profile = &a[21];
         assert!(profile.starts_with("permissions.agent_dispatch_read_only={ filesystem = {"));
         for denied in ["/h/.ssh", "/h/.codex/auth.json", "/h/.codex/history.jsonl"] {
-            assert!(profile.contains(&format!("\"{denied}\" = \"deny\"")), "{profile}");
+            assert!(
+                profile.contains(&format!("\"{denied}\" = \"deny\"")),
+                "{profile}"
+            );
         }
         assert!(profile.contains("\":root\" = \"read\""));
         assert!(!profile.contains("write"));

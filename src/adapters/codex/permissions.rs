@@ -41,7 +41,9 @@ pub const PROFILE: &str = "agent_dispatch_read_only";
 pub const GLOB_SCAN_MAX_DEPTH: i64 = 6;
 
 /// Codex's own files under `$CODEX_HOME` that hold credentials or what was said: the login,
-/// prompt history, session transcripts, logs and its SQLite state (threads, memories, logs).
+/// prompt history, session transcripts, logs (all also on the shared list, kept here so the
+/// profile never depends on it) and its SQLite state (threads, memories, logs), which only
+/// Codex's profile can name, as globs.
 pub const CODEX_HOME_SECRETS: &[&str] = &[
     "auth.json",
     "history.jsonl",
@@ -60,15 +62,18 @@ pub struct Kept {
 }
 
 /// The paths to deny, as Codex filesystem keys, and the entries that had to be kept readable.
-pub fn deny_paths(secrets: &[Secret], codex_home: &Path) -> (Vec<String>, Vec<Kept>) {
+pub fn deny_paths(secrets: &[Secret], codex_home: Option<&Path>) -> (Vec<String>, Vec<Kept>) {
     let mut deny = Vec::new();
     let mut kept = Vec::new();
-    let homes = [
-        codex_home.to_path_buf(),
-        codex_home
-            .canonicalize()
-            .unwrap_or_else(|_| codex_home.to_path_buf()),
-    ];
+    let homes: Vec<PathBuf> = codex_home
+        .into_iter()
+        .flat_map(|h| {
+            [
+                h.to_path_buf(),
+                h.canonicalize().unwrap_or_else(|_| h.into()),
+            ]
+        })
+        .collect();
     for s in secrets {
         if homes.iter().any(|h| h.starts_with(&s.path)) {
             kept.push(Kept {
@@ -82,8 +87,10 @@ pub fn deny_paths(secrets: &[Secret], codex_home: &Path) -> (Vec<String>, Vec<Ke
         }
         deny.push(s.path.to_string_lossy().into_owned());
     }
-    for name in CODEX_HOME_SECRETS {
-        deny.push(codex_home.join(name).to_string_lossy().into_owned());
+    if let Some(home) = codex_home {
+        for name in CODEX_HOME_SECRETS {
+            deny.push(home.join(name).to_string_lossy().into_owned());
+        }
     }
     deny.sort();
     deny.dedup();
@@ -138,7 +145,7 @@ mod tests {
             secret("/h/.codex/auth.json", false),
             secret("relative/x", false),
         ];
-        let (deny, kept) = deny_paths(&secrets, Path::new("/h/.codex"));
+        let (deny, kept) = deny_paths(&secrets, Some(Path::new("/h/.codex")));
         assert!(deny.contains(&"/h/.ssh".to_string()));
         assert!(deny.contains(&"/h/.codex/auth.json".to_string()));
         assert!(deny.contains(&"/h/.codex/*.sqlite".to_string()));
