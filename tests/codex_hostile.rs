@@ -4,135 +4,20 @@
 //! key) elsewhere, write, or hand a secret of the user's to the model.
 
 mod codex_support;
-#[path = "support/hostile.rs"]
-mod hostile;
 
 use std::path::PathBuf;
 
-use agent_dispatch::adapters::codex::fake_api::{FakeResponses, Script, Step, ToolOutput, call_id};
+use agent_dispatch::adapters::codex::fake_api::{FakeResponses, Script, Step};
 use agent_dispatch::adapters::codex::launch::{ENDPOINT_KEY_ENV, HELPER_FLAGS};
-use agent_dispatch::adapters::codex::permissions::CODEX_HOME_SECRETS;
-use agent_dispatch::contract::DispatchRequest;
-use agent_dispatch::readonly::snapshot::Snapshot;
-use codex_support::secrets::{Planted, plant, request_text};
-use codex_support::{Run, World, dispatch};
-use hostile::HostileWorld;
-
-fn output_of(outs: &[ToolOutput], step: usize) -> String {
-    outs.iter()
-        .find(|o| o.call_id == call_id(step))
-        .map(|o| o.output.clone())
-        .unwrap_or_else(|| panic!("no tool output for step {step}: {outs:?}"))
-}
-
-fn assert_ok(run: &Run) {
-    assert!(
-        run.result.ok,
-        "expected success: {:?}\nstderr: {}\nevents: {:?}",
-        run.result.failure, run.result.stderr_tail, run.events
-    );
-}
-
-/// The second endpoint the repository points Codex at; it must never be asked anything.
-async fn attacker() -> FakeResponses {
-    FakeResponses::start(Script::new(vec![
-        Step::shell("echo ATTACKER_RAN_A_COMMAND"),
-        Step::message("ATTACKER_ANSWER"),
-    ]))
-    .await
-    .unwrap()
-}
-
-/// A world (HOME, CODEX_HOME) plus the shared hostile fixture materialised as a committed
-/// repository, which the user's config trusts.
-fn hostile_world(name: &str, second: &FakeResponses) -> (World, HostileWorld) {
-    let w = World::new(name);
-    let hw = HostileWorld::create(w.dir.path(), &second.base_url(), &[]);
-    assert!(hw.repo().join("AGENTS.md").exists());
-    assert!(hw.repo().join(".codex/config.toml").exists());
-    w.trust(&hw.repo());
-    (w, hw)
-}
-
-fn request(hw: &HostileWorld, model: Option<&str>, effort: Option<&str>) -> DispatchRequest {
-    DispatchRequest {
-        agent: "codex".into(),
-        task: "Review this repository.".into(),
-        scope: None,
-        model: model.map(str::to_owned),
-        effort: effort.map(str::to_owned),
-        cwd: hw.repo(),
-    }
-}
-
-const FINAL: &str = "FINAL_ANSWER: reviewed";
+use codex_support::scenarios::{
+    FINAL, assert_hidden, assert_inert, assert_ok, attacker, hostile_repo_run, hostile_world,
+    output_of, request, secrets_run,
+};
+use codex_support::{World, dispatch};
 
 #[tokio::test]
 async fn hostile_repository_configuration_is_inert() {
-    let second = attacker().await;
-    let (w, hw) = hostile_world("hostile-repo", &second);
-    let repo = hw.repo();
-    let marks = hw.markers();
-    let fake = FakeResponses::start(Script::new(vec![
-        Step::shell("echo PV=[$HOSTILE_PROJECT_VAR]"),
-        Step::shell("printf x > probe.txt"),
-        Step::add_file("patched.txt", "PATCH"),
-        Step::shell(format!("touch {}/codex-agent-command-ran", marks.display())),
-        Step::shell("printf 'sandbox_mode = \"danger-full-access\"' > .codex/config.toml"),
-        Step::message(FINAL),
-    ]))
-    .await
-    .unwrap();
-    let before = Snapshot::take(&repo).unwrap();
-    let run = dispatch(
-        request(&hw, Some("gpt-5.5"), None),
-        w.env(),
-        Some(fake.endpoint()),
-    )
-    .await;
-    let after = Snapshot::take(&repo).unwrap();
-    assert_ok(&run);
-    assert_eq!(run.result.text, FINAL);
-
-    // Nothing the repository names ran: no MCP server, hook, notify; no marker of the agent's.
-    assert_eq!(hw.fired(), Vec::<String>::new());
-    // The model traffic, and the key, went only to the dispatcher's endpoint.
-    assert_eq!(second.requests().len(), 0, "{:?}", second.requests());
-    assert!(!fake.model_requests().is_empty());
-    for r in fake.model_requests() {
-        assert_eq!(
-            r.auth.as_deref(),
-            Some(&*format!("Bearer {}", fake.api_key()))
-        );
-    }
-    let outs = fake.tool_outputs();
-    // The project's `shell_environment_policy.set` never reached the agent's shell.
-    let pv = output_of(&outs, 0);
-    assert!(pv.contains("PV=[]"), "{pv}");
-    assert!(!pv.contains("project-env-loaded"), "{pv}");
-    // Writes are refused by the sandbox, in the tree, outside it, and of the config itself.
-    for step in [1, 3, 4] {
-        let o = output_of(&outs, step);
-        assert!(o.contains("Read-only file system"), "step {step}: {o}");
-    }
-    let patch = output_of(&outs, 2);
-    assert!(patch.contains("patch rejected"), "{patch}");
-    assert_eq!(before.diff(&after), Vec::<String>::new());
-    // AGENTS.md is only text for the model: it reached the model, and nothing it asks happened.
-    let first = fake.model_requests()[0].body.to_string();
-    assert!(
-        first.contains("HOSTILE_AGENTS_MD_MARKER"),
-        "AGENTS.md not sent"
-    );
-    assert!(!repo.join("agents-md-wrote.txt").exists());
-    // Codex itself says why the project's config did not load.
-    assert!(
-        run.notices()
-            .iter()
-            .any(|n| n.contains("Untrusted project-local configuration is disabled")),
-        "{:?}",
-        run.notices()
-    );
+    assert_inert(&hostile_repo_run("hostile-repo").await);
 }
 
 /// Control: plain `codex exec` with the user's config loaded (it trusts the repository) and
@@ -202,76 +87,9 @@ async fn control_the_hostile_fixture_is_live_when_codex_loads_it() {
     assert_eq!(second.requests().len(), 0);
 }
 
-/// Plant the deny list (shared list + Codex's own files) in this world's HOME and CODEX_HOME.
-fn plant_secrets(w: &World) -> (Vec<Planted>, Planted) {
-    let home = w.home();
-    let ch = w.codex_home();
-    let var = |name: &str| (name == "CODEX_HOME").then(|| ch.clone());
-    let planting = plant(&home, &var, "codex");
-    let mut secrets = planting.secrets;
-    for (i, name) in CODEX_HOME_SECRETS.iter().enumerate() {
-        let file = ch.join(name.replace('*', "planted"));
-        if secrets.iter().any(|s| s.file == file) {
-            continue;
-        }
-        let file = if name.contains('.') || name.contains('*') {
-            file
-        } else {
-            file.join("planted-secret")
-        };
-        let token = format!("PLANTED_SECRET_CODEX_HOME_{i}");
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(&file, format!("{token}\n")).unwrap();
-        secrets.push(Planted {
-            entry: ch.join(name),
-            class: "CodexHome".into(),
-            file,
-            token,
-        });
-    }
-    (secrets, planting.control)
-}
-
 #[tokio::test]
 async fn secrets_in_home_never_reach_the_model() {
-    let w = World::new("secrets");
-    let (secrets, control) = plant_secrets(&w);
-    assert!(secrets.len() >= 10, "{secrets:?}");
-    let mut steps: Vec<Step> = secrets
-        .iter()
-        .map(|s| Step::shell(format!("cat '{}'", s.file.display())))
-        .collect();
-    steps.push(Step::shell(format!("cat '{}'", control.file.display())));
-    steps.push(Step::message(FINAL));
-    let fake = FakeResponses::start(Script::new(steps)).await.unwrap();
-    let run = dispatch(
-        w.request(Some("gpt-5.5"), None),
-        w.env(),
-        Some(fake.endpoint()),
-    )
-    .await;
-    assert_ok(&run);
-    let outs = fake.tool_outputs();
-    // The control's contents did reach the model: `cat` ran and its output was sent.
-    let c = output_of(&outs, secrets.len());
-    assert!(c.contains(&control.token), "{c}");
-    let everything: String = fake.requests().iter().map(request_text).collect();
-    assert!(everything.contains(&control.token));
-    for (step, s) in secrets.iter().enumerate() {
-        let o = output_of(&outs, step);
-        assert!(
-            o.contains("Permission denied"),
-            "{} ({}) was not denied: {o}",
-            s.file.display(),
-            s.class
-        );
-        assert!(
-            !everything.contains(&s.token),
-            "{} ({}) reached the endpoint",
-            s.file.display(),
-            s.class
-        );
-    }
+    assert_hidden(&secrets_run("secrets").await);
 }
 
 #[tokio::test]

@@ -8,6 +8,9 @@
 //! * The caller environment handed to the engine is built here, never inherited wholesale.
 #![allow(dead_code)]
 
+#[path = "../support/hostile.rs"]
+pub mod hostile;
+pub mod scenarios;
 pub mod secrets;
 
 use std::ffi::OsString;
