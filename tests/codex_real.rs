@@ -1408,8 +1408,16 @@ async fn codex_home_under_the_temp_dir_is_caught_and_fails_closed() {
         "{:?}",
         run.notices()
     );
-    let write = output_of(&fake.tool_outputs(), 0).to_owned();
+    // Codex cannot start its sandbox helper: under the permission profile it does not even
+    // start the session (it reads AGENTS.md through that helper), so the run fails closed; if a
+    // command got that far, it failed.
+    let outs = fake.tool_outputs();
+    let write = outs
+        .first()
+        .map(|o| o.output.clone())
+        .unwrap_or_else(|| format!("(no command ran) run: {:?}", run.result.failure));
     assert!(!write.contains("Process exited with code 0"), "{write}");
+    assert!(!run.result.ok || !outs.is_empty(), "{:?}", run.result);
     assert!(!w.repo_path().join("probe.txt").exists());
     assert_eq!(
         before.diff(&Snapshot::take(&w.repo_path()).unwrap()),

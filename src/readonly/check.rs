@@ -229,7 +229,7 @@ async fn run_check_inner(
     }
     if problems
         .iter()
-        .any(|p| p.contains("sandboxed commands are not running"))
+        .any(|p| p.contains("sandboxed commands are not running") || p.contains("bwrap: execvp"))
     {
         fixes.push("the CLI's sandbox could not start commands here: check that bubblewrap works (user namespaces) and, for Codex, that CODEX_HOME is not under the temp directory".into());
     }

@@ -1,7 +1,7 @@
 //! Scenarios shared by the Codex suites and the evidence document: each runs the real codex
 //! once through the engine and returns everything a test asserts on or the document shows.
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use agent_dispatch::adapters::codex::fake_api::{FakeResponses, Script, Step, ToolOutput, call_id};
 use agent_dispatch::adapters::codex::permissions::CODEX_HOME_SECRETS;
@@ -301,6 +301,6 @@ pub async fn long_line_run(name: &str, cmd: &str) -> LongLineRun {
 }
 
 /// The path a planted file is shown as.
-pub fn shown(p: &PathBuf, w: &World) -> String {
+pub fn shown(p: &Path, w: &World) -> String {
     super::redact(&p.display().to_string(), &[(w.dir.path(), "<test-dir>")])
 }

@@ -31,8 +31,7 @@ fn concrete(s: &Secret) -> PathBuf {
     if text.contains('*') || text.contains('?') {
         return PathBuf::from(
             text.replace("**", "other-repo/nested")
-                .replace('*', "x")
-                .replace('?', "x"),
+                .replace(['*', '?'], "x"),
         );
     }
     if s.dir {

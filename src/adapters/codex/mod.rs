@@ -160,8 +160,8 @@ fn temp_home_notice(env: &Env) -> Option<StreamEvent> {
             NoticeLevel::Warning,
             format!(
                 "CODEX_HOME ({}) is under the temp dir ({}); codex cannot set up its sandbox \
-                 helper there, so every command the agent runs will fail. Move CODEX_HOME \
-                 elsewhere.",
+                 helper there, so the run fails before the agent can run anything (closed, not \
+                 open). Move CODEX_HOME elsewhere.",
                 home.display(),
                 tmp.display()
             ),
