@@ -215,3 +215,49 @@ async fn helper_commands_run_in_an_empty_directory_not_the_repository() {
     assert_eq!(doctor_mcp_servers(&w, &repo).await, "1");
     assert_eq!(doctor_mcp_servers(&w, empty.path()).await, "0");
 }
+
+/// Codex merges config layers key by key, so a layer that defines the dispatcher's profile name
+/// could add entries to it. The user's own config is such a layer when loaded; the launch never
+/// loads it (`--ignore-user-config`): writes stay denied, the secret stays unreadable.
+#[tokio::test]
+async fn user_config_cannot_widen_the_permission_profile() {
+    let w = World::new("widen");
+    let repo = w.repo.path().canonicalize().unwrap();
+    let ssh = w.home().join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_ed25519"), "WIDEN_TEST_SSH_KEY\n").unwrap();
+    w.write_codex_config(
+        "config.toml",
+        &format!(
+            "sandbox_mode = \"danger-full-access\"\n\n\
+             [permissions.agent_dispatch_read_only.filesystem]\n\
+             \":root\" = \"write\"\n\"{}\" = \"write\"\n\"{}\" = \"read\"\n",
+            repo.display(),
+            ssh.display()
+        ),
+    );
+    let fake = FakeResponses::start(Script::new(vec![
+        Step::shell("printf x > probe.txt"),
+        Step::shell(format!("cat {}/id_ed25519", ssh.display())),
+        Step::message(FINAL),
+    ]))
+    .await
+    .unwrap();
+    let run = dispatch(
+        w.request(Some("gpt-5.5"), None),
+        w.env(),
+        Some(fake.endpoint()),
+    )
+    .await;
+    assert_ok(&run);
+    let outs = fake.tool_outputs();
+    assert!(output_of(&outs, 0).contains("Read-only file system"));
+    assert!(output_of(&outs, 1).contains("Permission denied"));
+    assert!(!repo.join("probe.txt").exists());
+    let everything: String = fake
+        .requests()
+        .iter()
+        .map(codex_support::secrets::request_text)
+        .collect();
+    assert!(!everything.contains("WIDEN_TEST_SSH_KEY"));
+}
