@@ -39,8 +39,6 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
 use sha2::{Digest, Sha256};
 
 use crate::adapter::{SandboxStub, StubBase};
@@ -130,7 +128,7 @@ pub struct TreeGuard {
 struct Active {
     files: TreeFiles,
     /// Our shared lock on the activity file, held for the whole run.
-    activity: Flock<File>,
+    activity: File,
 }
 
 #[derive(Debug, Clone)]
@@ -184,18 +182,13 @@ impl TreeGuard {
         };
         let _mutex = lock_mutex(&files.mutex)?;
         // Alone in the tree? Then any record is stale (its writer died): start afresh.
-        let (activity, alone) = match lock(&files.activity, FlockArg::LockExclusiveNonblock) {
-            Ok(exclusive) => {
-                let file = exclusive.unlock().map_err(|(_, e)| io::Error::from(e))?;
-                (
-                    Flock::lock(file, FlockArg::LockShared).map_err(|(_, e)| io::Error::from(e))?,
-                    true,
-                )
+        let (activity, alone) = match try_lock_exclusive(&files.activity)? {
+            Some(exclusive) => {
+                // flock converts the lock in place: exclusive → shared.
+                exclusive.lock_shared()?;
+                (exclusive, true)
             }
-            Err(e) if e.raw_os_error() == Some(Errno::EWOULDBLOCK as i32) => {
-                (lock(&files.activity, FlockArg::LockShared)?, false)
-            }
-            Err(e) => return Err(e),
+            None => (lock(&files.activity, Lock::Shared)?, false),
         };
         let mut record = if alone {
             Record::default()
@@ -237,15 +230,11 @@ fn leave_tree(active: Active) -> io::Result<LeaveReport> {
     let Active { files, activity } = active;
     let _mutex = lock_mutex(&files.mutex)?;
     drop(activity);
-    let last = match lock(&files.activity, FlockArg::LockExclusiveNonblock) {
-        Ok(l) => l,
-        Err(e) if e.raw_os_error() == Some(Errno::EWOULDBLOCK as i32) => {
-            return Ok(LeaveReport {
-                deferred: true,
-                ..LeaveReport::default()
-            });
-        }
-        Err(e) => return Err(e),
+    let Some(last) = try_lock_exclusive(&files.activity)? else {
+        return Ok(LeaveReport {
+            deferred: true,
+            ..LeaveReport::default()
+        });
     };
     let record = Record::load(&files.record);
     let mut created: Vec<PathBuf> = record
@@ -319,10 +308,10 @@ impl Record {
 /// Take the per-tree mutex: an exclusive lock on a file that the last dispatch out of a tree
 /// unlinks. A lock obtained on an inode that is no longer the one at `path` is worthless, so it
 /// is dropped and taken again.
-fn lock_mutex(path: &Path) -> io::Result<Flock<File>> {
+fn lock_mutex(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::MetadataExt;
     loop {
-        let locked = lock(path, FlockArg::LockExclusive)?;
+        let locked = lock(path, Lock::Exclusive)?;
         let held = locked.metadata()?;
         match std::fs::metadata(path) {
             Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => return Ok(locked),
@@ -333,14 +322,40 @@ fn lock_mutex(path: &Path) -> io::Result<Flock<File>> {
     }
 }
 
-fn lock(path: &Path, arg: FlockArg) -> io::Result<Flock<File>> {
-    let file = OpenOptions::new()
+/// A whole-file lock (`flock`), held until the returned file is dropped; the kernel drops it
+/// when a holder dies.
+#[derive(Debug, Clone, Copy)]
+enum Lock {
+    Shared,
+    Exclusive,
+}
+
+fn open_lock_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
         .create(true)
         .truncate(false)
         .read(true)
         .write(true)
-        .open(path)?;
-    Flock::lock(file, arg).map_err(|(_, e)| io::Error::from(e))
+        .open(path)
+}
+
+fn lock(path: &Path, how: Lock) -> io::Result<File> {
+    let file = open_lock_file(path)?;
+    match how {
+        Lock::Shared => file.lock_shared()?,
+        Lock::Exclusive => file.lock()?,
+    }
+    Ok(file)
+}
+
+/// The exclusive lock if nobody else holds the file, else `None`.
+fn try_lock_exclusive(path: &Path) -> io::Result<Option<File>> {
+    let file = open_lock_file(path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
 }
 
 /// Every directory tree a run in `cwd` may leave stubs in.

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use agent_dispatch::contract::{DispatchResult, FailureKind, Reported, StreamEvent, Usage};
 use agent_dispatch::dispatch::{DispatchOptions, dispatch_valid};
 use agent_dispatch::request::ValidRequest;
+use agent_dispatch::runner::EXIT_GRACE_AFTER_ANSWER;
 use agent_dispatch::supervise::{Supervisor, Termination, unix};
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
@@ -63,6 +64,7 @@ async fn run_hooked(
         parent_env: env_with_fake_path(&tag),
         endpoint: None,
         gate: agent_dispatch::readonly::gate::GatePolicy::Bypass,
+        limits: Default::default(),
     };
     let mut events = Vec::new();
     let result = {
@@ -236,6 +238,29 @@ async fn a_descendant_holding_stdout_does_not_hang_the_run_and_is_cleaned_up() {
     let r = run("descendant-holds-stdout").await;
     assert!(r.result.ok, "{:?}", r.result.failure);
     assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+    assert_no_survivors(&r.tag);
+}
+
+#[tokio::test]
+async fn a_cli_lingering_after_its_final_answer_is_stopped_and_the_answer_stands() {
+    let t = Instant::now();
+    let r = run("linger-after-answer").await;
+    assert!(r.result.ok, "{:?}", r.result.failure);
+    let bound = EXIT_GRACE_AFTER_ANSWER + Duration::from_secs(3);
+    assert!(t.elapsed() < bound, "{:?} (bound {bound:?})", t.elapsed());
+    let dones = r
+        .events
+        .iter()
+        .filter(|e| matches!(e, StreamEvent::Done { .. }));
+    assert_eq!(dones.count(), 1, "{:?}", r.events);
+    assert!(
+        !r.events
+            .iter()
+            .any(|e| format!("{e:?}").contains("SECOND_TURN"))
+    );
+    assert!(r.result.usage.is_some());
+    assert!(r.events.iter().any(|e| matches!(e,
+        StreamEvent::Notice { message, .. } if message.contains("after its final answer"))));
     assert_no_survivors(&r.tag);
 }
 
@@ -446,6 +471,7 @@ async fn a_panicking_parser_still_ends_in_cleanup() {
             parent_env: env_with_fake_path(&tag),
             endpoint: None,
             gate: agent_dispatch::readonly::gate::GatePolicy::Bypass,
+            limits: Default::default(),
         };
         let mut sink = |_e| {};
         dispatch_valid(
@@ -473,6 +499,7 @@ async fn a_panicking_event_callback_still_ends_in_cleanup() {
         parent_env: env_with_fake_path(&tag),
         endpoint: None,
         gate: agent_dispatch::readonly::gate::GatePolicy::Bypass,
+        limits: Default::default(),
     };
     let res = std::panic::AssertUnwindSafe(async {
         let mut sink = |e: StreamEvent| {

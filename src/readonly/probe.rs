@@ -37,6 +37,36 @@ pub struct ProbeResult {
     pub output: Option<String>,
 }
 
+/// One scripted probe, as an adapter's self-check lists them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    pub kind: ProbeKind,
+    /// How the probe is shown: a command line, or a patch summary.
+    pub command: String,
+    /// For writes: the file it tries to create, relative to the working directory.
+    pub target: Option<String>,
+}
+
+impl Probe {
+    pub fn new(kind: ProbeKind, command: impl Into<String>, target: Option<&str>) -> Self {
+        Probe {
+            kind,
+            command: command.into(),
+            target: target.map(str::to_owned),
+        }
+    }
+
+    /// This probe with the tool output the CLI sent back for it (`None`: never answered).
+    pub fn answered(&self, output: Option<String>) -> ProbeResult {
+        ProbeResult {
+            kind: self.kind,
+            command: self.command.clone(),
+            target: self.target.clone(),
+            output,
+        }
+    }
+}
+
 /// A running loopback fake model endpoint that scripts the probes.
 pub trait ProbeEndpoint: Send + Sync {
     fn endpoint(&self) -> ModelEndpoint;

@@ -250,6 +250,7 @@ async fn supervise_run(
             _ = cancel.cancelled(), if phase.before_stopping() => {
                 // A cancel after the final answer only hurries the exit along.
                 observed.cancelled = phase == Phase::Running && group.exit_status().is_none();
+                observed.stopped_after_answer |= matches!(phase, Phase::Answered { .. });
                 phase = Phase::Stopping;
             }
             _ = group.exited(), if phase.before_stopping() => {
@@ -281,10 +282,12 @@ async fn supervise_run(
                     let parsed = framing::check_line(&line)
                         .and_then(|()| parser.parse_line(&line).map_err(|e| e.0));
                     match parsed {
+                        // The answer is final: what the CLI says after it is not forwarded.
+                        Ok(_) if phase != Phase::Running => {}
                         Ok(events) => {
                             let answered = events.iter().any(|e| matches!(e, StreamEvent::Done { .. }));
                             events.into_iter().for_each(&mut *sink);
-                            if answered && phase == Phase::Running {
+                            if answered {
                                 phase = Phase::Answered {
                                     exit_by: tokio::time::Instant::now() + EXIT_GRACE_AFTER_ANSWER,
                                 };

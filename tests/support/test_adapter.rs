@@ -38,6 +38,7 @@ impl Adapter for TestAdapter {
             reports_model: false,
             reports_effort: false,
             efforts: vec![],
+            usage_reports: agent_dispatch::adapter::UsageReports::PerTurn,
         }
     }
     fn launch(&self, ctx: &LaunchContext<'_>) -> Result<Launch, Failure> {

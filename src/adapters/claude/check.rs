@@ -12,26 +12,26 @@ use async_trait::async_trait;
 
 use super::fake_api::{FakeMessages, ModelPolicy, Script};
 use crate::loopback::ModelEndpoint;
-use crate::readonly::probe::{ProbeEndpoint, ProbeKind, ProbeResult, SelfCheck};
+use crate::readonly::probe::{Probe, ProbeEndpoint, ProbeKind, ProbeResult, SelfCheck};
 
 /// Files the write probes try to create, relative to the scratch repository.
 pub const SHELL_TARGET: &str = "agent-dispatch-probe-shell.txt";
 pub const INTERPRETER_TARGET: &str = "agent-dispatch-probe-python.txt";
 
-/// The probes: kind, command, target.
-pub fn probes() -> Vec<(ProbeKind, String, Option<String>)> {
+/// The probes, in the order the fake model asks for them.
+pub fn probes() -> Vec<Probe> {
     vec![
-        (
+        Probe::new(
             ProbeKind::ShellWrite,
             format!("printf x > {SHELL_TARGET}"),
-            Some(SHELL_TARGET.to_owned()),
+            Some(SHELL_TARGET),
         ),
-        (
+        Probe::new(
             ProbeKind::InterpreterWrite,
             format!("python3 -c \"open('{INTERPRETER_TARGET}', 'w').write('x')\""),
-            Some(INTERPRETER_TARGET.to_owned()),
+            Some(INTERPRETER_TARGET),
         ),
-        (ProbeKind::Read, "git diff".to_owned(), None),
+        Probe::new(ProbeKind::Read, "git diff", None),
     ]
 }
 
@@ -43,7 +43,7 @@ impl SelfCheck for ClaudeSelfCheck {
         let probes = probes();
         let script = probes
             .iter()
-            .fold(Script::new(), |s, (_, cmd, _)| s.bash(cmd.clone()))
+            .fold(Script::new(), |s, p| s.bash(p.command.clone()))
             .text("Read-only probes done.")
             // Whatever model the user's configuration names, the fake answers.
             .models(ModelPolicy::Any);
@@ -54,7 +54,7 @@ impl SelfCheck for ClaudeSelfCheck {
 
 struct ClaudeProbes {
     fake: FakeMessages,
-    probes: Vec<(ProbeKind, String, Option<String>)>,
+    probes: Vec<Probe>,
 }
 
 impl ProbeEndpoint for ClaudeProbes {
@@ -70,12 +70,7 @@ impl ProbeEndpoint for ClaudeProbes {
         self.probes
             .iter()
             .enumerate()
-            .map(|(i, (kind, command, target))| ProbeResult {
-                kind: *kind,
-                command: command.clone(),
-                target: target.clone(),
-                output: outputs.get(i).map(|t| t.text.clone()),
-            })
+            .map(|(i, p)| p.answered(outputs.get(i).map(|t| t.text.clone())))
             .collect()
     }
 

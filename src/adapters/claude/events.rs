@@ -257,12 +257,14 @@ impl ClaudeParser {
         }
         let msg = a.message;
         let synthetic = msg.model.as_deref() == Some("<synthetic>");
+        let mut reported = false;
         if let (Some(id), Some(u), false) = (&msg.id, msg.usage, synthetic) {
             let usage = u.normalised(None);
             match self.usage_by_message.iter_mut().find(|(k, _)| k == id) {
                 Some(entry) => entry.1 = usage,
                 None => self.usage_by_message.push((id.clone(), usage)),
             }
+            reported = true;
         }
         if msg.id.is_none() || msg.id != self.last_message {
             self.last_message = msg.id.clone();
@@ -304,6 +306,10 @@ impl ClaudeParser {
                 }
                 _ => {}
             }
+        }
+        // The running total after this message, for budgets (each message id counted once).
+        if let (true, Some(total)) = (reported, self.summed_usage()) {
+            events.push(StreamEvent::Usage { usage: total });
         }
         events
     }
@@ -356,7 +362,7 @@ impl ClaudeParser {
                 command,
                 status,
                 exit_code,
-                output_tail: Some(tail(&output, OUTPUT_TAIL_BYTES)),
+                output_tail: Some(crate::text::tail(&output, OUTPUT_TAIL_BYTES).to_owned()),
             });
         }
         events
@@ -385,6 +391,9 @@ impl ClaudeParser {
             events.push(StreamEvent::Error {
                 message: message.clone(),
             });
+        }
+        if let Some(usage) = usage {
+            events.push(StreamEvent::Usage { usage });
         }
         events.push(StreamEvent::Done { success });
         self.fin = Some(Final {
@@ -573,18 +582,6 @@ fn exit_code(output: &str) -> Option<i64> {
         .trim()
         .parse()
         .ok()
-}
-
-/// The last `max` bytes of `s`, cut at a character boundary.
-pub fn tail(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut start = s.len() - max;
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    s[start..].to_owned()
 }
 
 fn tail_chars(s: &str, max: usize) -> String {

@@ -258,7 +258,7 @@ impl CodexParser {
                 };
                 let output_tail = (status != CommandStatus::Started
                     && !aggregated_output.is_empty())
-                .then(|| tail(&aggregated_output, OUTPUT_TAIL_BYTES).to_owned());
+                .then(|| crate::text::tail(&aggregated_output, OUTPUT_TAIL_BYTES).to_owned());
                 vec![StreamEvent::Command {
                     id,
                     command,
@@ -347,18 +347,6 @@ fn activity(kind: ActivityKind, text: String) -> StreamEvent {
     StreamEvent::Activity { kind, text }
 }
 
-/// The last `max` bytes of `s`, cut forward to a char boundary.
-pub fn tail(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut start = s.len() - max;
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    &s[start..]
-}
-
 fn add_usage(total: Option<Usage>, turn: Usage) -> Usage {
     match total {
         None => turn,
@@ -406,11 +394,15 @@ impl StreamParser for CodexParser {
             }
             ThreadEvent::TurnStarted {} => vec![],
             ThreadEvent::TurnCompleted { usage } => {
+                let mut events = Vec::new();
                 if let Some(u) = usage {
-                    self.usage = Some(add_usage(self.usage, u.normalise()));
+                    let total = add_usage(self.usage, u.normalise());
+                    self.usage = Some(total);
+                    events.push(StreamEvent::Usage { usage: total });
                 }
                 self.terminal = Some(Terminal::Success);
-                vec![StreamEvent::Done { success: true }]
+                events.push(StreamEvent::Done { success: true });
+                events
             }
             ThreadEvent::TurnFailed { error } => {
                 let message = if error.message.trim().is_empty() {
@@ -478,8 +470,16 @@ mod tests {
         let (p, ev) = parse_all(&[
             r#"{"type":"turn.completed","usage":{"input_tokens":303,"cached_input_tokens":30,"cache_write_input_tokens":7,"output_tokens":63,"reasoning_output_tokens":15}}"#,
         ]);
-        assert_eq!(ev, vec![StreamEvent::Done { success: true }]);
         let o = p.outcome();
+        assert_eq!(
+            ev,
+            vec![
+                StreamEvent::Usage {
+                    usage: o.usage.unwrap()
+                },
+                StreamEvent::Done { success: true }
+            ]
+        );
         assert_eq!(
             o.usage,
             Some(Usage {
@@ -655,14 +655,6 @@ mod tests {
         assert_eq!(*exit_code, Some(1));
         assert!(t.len() <= OUTPUT_TAIL_BYTES && t.len() >= OUTPUT_TAIL_BYTES - 1);
         assert!(t.chars().all(|c| c == 'é'));
-    }
-
-    #[test]
-    fn tail_is_char_boundary_safe() {
-        assert_eq!(tail("abc", 10), "abc");
-        assert_eq!(tail("a✓b", 2), "b");
-        assert_eq!(tail("a✓b", 4), "✓b");
-        assert_eq!(tail("🎉🎉", 5), "🎉");
     }
 
     #[test]

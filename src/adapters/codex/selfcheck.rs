@@ -1,5 +1,5 @@
 //! Codex's half of `agent-dispatch check`: a fake Responses endpoint
-//! ([`crate::selftest::fake_responses`]) whose model asks codex to write three ways — a shell
+//! ([`super::fake_api`]) whose model asks codex to write three ways — a shell
 //! redirection, its own `apply_patch` tool, a child interpreter — and then to read the scratch
 //! repository's uncommitted change with `git diff`. The tool results codex sends back to the
 //! model are the evidence the check judges.
@@ -10,7 +10,7 @@ use async_trait::async_trait;
 
 use super::fake_api::{FakeResponses, Script, Step};
 use crate::loopback::ModelEndpoint;
-use crate::readonly::probe::{ProbeEndpoint, ProbeKind, ProbeResult, SelfCheck};
+use crate::readonly::probe::{Probe, ProbeEndpoint, ProbeKind, ProbeResult, SelfCheck};
 
 /// Files the write probes try to create, relative to the scratch repository.
 pub const SHELL_TARGET: &str = "agent-dispatch-probe-shell.txt";
@@ -20,17 +20,8 @@ pub const INTERPRETER_TARGET: &str = "agent-dispatch-probe-interpreter.txt";
 /// The final answer of the scripted model.
 pub const CHECK_DONE: &str = "agent-dispatch read-only check: probes done";
 
-/// One scripted probe: what it is, how it is shown, the model's step.
-#[derive(Debug, Clone)]
-pub struct Probe {
-    pub kind: ProbeKind,
-    pub command: String,
-    pub target: Option<&'static str>,
-    pub step: Step,
-}
-
-/// The probes, in the order the fake model asks for them.
-pub fn probes() -> Vec<Probe> {
+/// The probes, in the order the fake model asks for them, each with the model's step.
+pub fn probes() -> Vec<(Probe, Step)> {
     let shell = format!("printf x > {SHELL_TARGET}");
     // Whichever interpreter exists: python3, else node (which codex's npm package needs).
     let interp = format!(
@@ -38,36 +29,36 @@ pub fn probes() -> Vec<Probe> {
          node -e \"require('fs').writeFileSync('{INTERPRETER_TARGET}','x')\""
     );
     vec![
-        Probe {
-            kind: ProbeKind::ShellWrite,
-            command: shell.clone(),
-            target: Some(SHELL_TARGET),
-            step: Step::shell(shell),
-        },
-        Probe {
-            kind: ProbeKind::FileToolWrite,
-            command: format!("apply_patch: add {PATCH_TARGET}"),
-            target: Some(PATCH_TARGET),
-            step: Step::add_file(PATCH_TARGET, "x"),
-        },
-        Probe {
-            kind: ProbeKind::InterpreterWrite,
-            command: interp.clone(),
-            target: Some(INTERPRETER_TARGET),
-            step: Step::shell(interp),
-        },
-        Probe {
-            kind: ProbeKind::Read,
-            command: "git diff".into(),
-            target: None,
-            step: Step::shell("git diff"),
-        },
+        (
+            Probe::new(ProbeKind::ShellWrite, shell.clone(), Some(SHELL_TARGET)),
+            Step::shell(shell),
+        ),
+        (
+            Probe::new(
+                ProbeKind::FileToolWrite,
+                format!("apply_patch: add {PATCH_TARGET}"),
+                Some(PATCH_TARGET),
+            ),
+            Step::add_file(PATCH_TARGET, "x"),
+        ),
+        (
+            Probe::new(
+                ProbeKind::InterpreterWrite,
+                interp.clone(),
+                Some(INTERPRETER_TARGET),
+            ),
+            Step::shell(interp),
+        ),
+        (
+            Probe::new(ProbeKind::Read, "git diff", None),
+            Step::shell("git diff"),
+        ),
     ]
 }
 
 /// The whole scripted turn: the probes, then a final answer.
 pub fn script() -> Script {
-    let mut steps: Vec<Step> = probes().into_iter().map(|p| p.step).collect();
+    let mut steps: Vec<Step> = probes().into_iter().map(|(_, step)| step).collect();
     steps.push(Step::message(CHECK_DONE));
     Script::new(steps)
 }
@@ -80,7 +71,7 @@ impl SelfCheck for CodexSelfCheck {
         let fake = FakeResponses::start(script()).await?;
         Ok(Box::new(CodexProbes {
             fake,
-            probes: probes(),
+            probes: probes().into_iter().map(|(probe, _)| probe).collect(),
         }))
     }
 }
@@ -100,14 +91,13 @@ impl ProbeEndpoint for CodexProbes {
         self.probes
             .iter()
             .enumerate()
-            .map(|(step, p)| ProbeResult {
-                kind: p.kind,
-                command: p.command.clone(),
-                target: p.target.map(str::to_owned),
-                output: outputs
-                    .iter()
-                    .find(|o| o.call_id == super::fake_api::call_id(step))
-                    .map(|o| o.output.clone()),
+            .map(|(step, p)| {
+                p.answered(
+                    outputs
+                        .iter()
+                        .find(|o| o.call_id == super::fake_api::call_id(step))
+                        .map(|o| o.output.clone()),
+                )
             })
             .collect()
     }
@@ -125,7 +115,7 @@ mod tests {
     fn script_covers_every_probe_kind_then_answers() {
         let s = script();
         assert_eq!(s.steps.len(), probes().len() + 1);
-        let kinds: Vec<ProbeKind> = probes().iter().map(|p| p.kind).collect();
+        let kinds: Vec<ProbeKind> = probes().iter().map(|(p, _)| p.kind).collect();
         assert_eq!(
             kinds,
             [
