@@ -32,7 +32,7 @@ fn codex() -> &'static dyn Adapter {
     adapters::find("codex").unwrap()
 }
 
-/// The Codex adapter with its launch deliberately weakened (`-s workspace-write`): a stand-in
+/// The Codex adapter with its launch deliberately weakened (Codex's `:workspace` profile): a stand-in
 /// for a bad build or a setting that re-enables writes. Test code only.
 struct Weakened;
 static WEAKENED: Weakened = Weakened;
@@ -57,8 +57,8 @@ impl Adapter for Weakened {
     fn launch(&self, ctx: &LaunchContext<'_>) -> Result<Launch, Failure> {
         let mut l = codex().launch(ctx)?;
         for a in l.args.iter_mut() {
-            if a == "read-only" {
-                *a = "workspace-write".into();
+            if a == "default_permissions=\"agent_dispatch_read_only\"" {
+                *a = "default_permissions=\":workspace\"".into();
             }
         }
         Ok(l)
@@ -148,7 +148,12 @@ async fn a_weakened_launch_fails_the_check_and_the_dispatch_is_refused() {
     )
     .await;
     assert!(!report.passed, "{report}");
-    assert!(report.launch_args.iter().any(|a| a == "workspace-write"));
+    assert!(
+        report
+            .launch_args
+            .iter()
+            .any(|a| a == "default_permissions=\":workspace\"")
+    );
     assert!(
         report.probes.iter().any(|p| p.verdict == Verdict::Written),
         "{report}"
@@ -291,7 +296,8 @@ fn the_check_command_reports_cli_flags_and_evidence() {
         .map(|a| a.as_str().unwrap())
         .collect();
     assert!(
-        args.windows(2).any(|p| p == ["-s", "read-only"]),
+        args.windows(2)
+            .any(|p| p == ["-c", "default_permissions=\"agent_dispatch_read_only\""]),
         "{args:?}"
     );
     let kinds: Vec<&str> = r["probes"]

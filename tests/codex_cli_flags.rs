@@ -93,7 +93,6 @@ fn every_exec_flag_exists() {
     }
     for needed in [
         "--json",
-        "-s",
         "-C",
         "-c",
         "--ignore-user-config",
@@ -104,13 +103,21 @@ fn every_exec_flag_exists() {
     for f in EXEC_FLAGS.iter().filter(|f| f.starts_with('-')) {
         assert!(exec.contains(&f.to_string()), "{f}");
     }
-    // The sandbox value is one codex accepts.
-    assert!(codex(&["exec", "--help"]).contains("read-only"));
     assert!(
         !args.iter().any(|a| a.contains("dangerously")),
         "a bypass flag must never appear: {args:?}"
     );
-    assert!(args.windows(2).any(|w| w == ["-s", "read-only"]));
+    // The permission profile carries read-only (`-s` would make codex ignore it), and codex's
+    // `--trust` (which persists trust for the project) is never passed.
+    for never in [
+        "-s",
+        "--sandbox",
+        "--trust",
+        "--dangerously-bypass-hook-trust",
+    ] {
+        assert!(!args.iter().any(|a| a == never), "{never} in {args:?}");
+    }
+    assert!(exec.contains(&"--trust".to_string()) && exec.contains(&"--strict-config".to_string()));
     for o in EXEC_OVERRIDES {
         assert!(args.windows(2).any(|w| w[0] == "-c" && w[1] == *o));
     }
@@ -158,4 +165,64 @@ fn disabled_features_are_real_feature_names() {
             "`codex features list` has no {f}: {list}"
         );
     }
+}
+
+/// Every `-c` key of the real launch (the permission profile, the environment excludes, model
+/// and provider) is one codex knows: `--strict-config` refuses an unknown one before starting.
+#[test]
+fn every_config_override_is_a_key_codex_knows() {
+    let dir = tempfile::Builder::new()
+        .prefix("strict-")
+        .tempdir_in(codex_support::cache())
+        .unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    let mut env = Env::new();
+    env.insert(
+        "PATH".into(),
+        format!("{}:/usr/bin:/bin", codex_support::bin_dir().display()).into(),
+    );
+    env.insert("HOME".into(), home.clone().into());
+    env.insert("CODEX_HOME".into(), home.join(".codex").into());
+    let ep = ModelEndpoint {
+        base_url: format!("http://127.0.0.1:{}/v1", codex_support::closed_port()),
+        api_key: "k".into(),
+    };
+    let cwd = dir.path().canonicalize().unwrap();
+    let ctx = LaunchContext {
+        program: &codex_support::codex(),
+        prompt: "p",
+        model: Some("gpt-5.5"),
+        effort: Some("high"),
+        cwd: &cwd,
+        parent_env: &env,
+        endpoint: Some(&ep),
+    };
+    let launch = CodexAdapter.launch(&ctx).unwrap();
+    let mut args = launch.args.clone();
+    args.insert(1, "--strict-config".into());
+    let end = args.iter().position(|a| a == "--").unwrap();
+    for o in [
+        "model_providers.agent_dispatch_endpoint.request_max_retries=0",
+        "model_providers.agent_dispatch_endpoint.stream_max_retries=0",
+    ] {
+        args.insert(end, o.into());
+        args.insert(end, "-c".into());
+    }
+    let out = std::process::Command::new(&launch.program)
+        .args(&args)
+        .current_dir(&cwd)
+        .env_clear()
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!text.contains("unknown configuration field"), "{text}");
+    // The configuration loaded and a thread started (then the closed port failed the turn).
+    assert!(text.contains("\"type\":\"thread.started\""), "{text}");
 }

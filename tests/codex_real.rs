@@ -14,11 +14,12 @@ use agent_dispatch::adapters::codex::CodexAdapter;
 use agent_dispatch::adapters::codex::config::PROFILE_ENV;
 use agent_dispatch::adapters::codex::fake_api::{FakeResponses, Script, Step, ToolOutput};
 use agent_dispatch::adapters::codex::launch::{ENDPOINT_KEY_ENV, MAX_PROMPT_CHARS};
+use agent_dispatch::adapters::codex::permissions::PROFILE;
 use agent_dispatch::contract::{CommandStatus, StreamEvent, Usage};
 use agent_dispatch::readonly::scratch::UNCOMMITTED_MARKER;
 use agent_dispatch::readonly::snapshot::Snapshot;
 use agent_dispatch::supervise::Supervisor;
-use codex_support::{Run, World, dispatch, dispatch_with};
+use codex_support::{Run, World, dispatch, dispatch_with, scenarios};
 use tokio_util::sync::CancellationToken;
 
 const WRITE_CMD: &str = "printf x > probe.txt";
@@ -176,7 +177,21 @@ fn assert_read_only(world: &World, ev: &ReadOnlyEvidence) {
     );
     // The launch itself.
     assert!(!ev.launch_args.iter().any(|a| a.contains("dangerously")));
-    assert!(ev.launch_args.windows(2).any(|w| w == ["-s", "read-only"]));
+    // Read-only and the secrets come from the permission profile; `-s` would void it.
+    assert!(!ev.launch_args.iter().any(|a| a == "-s" || a == "--sandbox"));
+    assert!(
+        ev.launch_args
+            .windows(2)
+            .any(|w| w[0] == "-c" && w[1] == "default_permissions=\"agent_dispatch_read_only\"")
+    );
+    let auth = world.codex_home().join("auth.json");
+    assert!(
+        ev.launch_args
+            .iter()
+            .any(|a| a.contains(&format!("\"{}\" = \"deny\"", auth.display()))),
+        "{:?}",
+        ev.launch_args
+    );
     assert!(!ev.env_names.iter().any(|n| n == "DISPATCH_TEST_CANARY"));
 }
 
@@ -301,14 +316,24 @@ async fn read_only_evidence() {
     let control = World::new("control");
     control.write_codex_config("config.toml", &hostile_user_config(&control));
 
-    let (a, b, (control_marks, control_time)) = tokio::join!(
+    let (a, b, (control_marks, control_time), repo_run, secrets) = tokio::join!(
         read_only_run(&plain),
         read_only_run(&hostile),
-        hostile_control(&control)
+        hostile_control(&control),
+        scenarios::hostile_repo_run("evidence-hostile-repo"),
+        scenarios::secrets_run("evidence-secrets"),
+    );
+    let (nul, text) = tokio::join!(
+        scenarios::long_line_run("evidence-nul", NUL_CMD),
+        scenarios::long_line_run("evidence-text", TEXT_CMD),
     );
 
     assert_read_only(&plain, &a);
     assert_read_only(&hostile, &b);
+    scenarios::assert_inert(&repo_run);
+    scenarios::assert_hidden(&secrets);
+    assert_long_line_ok(&nul);
+    assert_long_line_ok(&text);
     // Nothing from the user's or the project's config ran: no MCP server, no hook.
     assert_eq!(hostile.marks_present(), Vec::<String>::new());
     // The project config was refused by codex itself, loudly.
@@ -328,7 +353,7 @@ async fn read_only_evidence() {
     );
 
     if std::env::var_os("AGENT_DISPATCH_WRITE_EVIDENCE").is_some_and(|v| v == "1") {
-        write_evidence(
+        let mut d = write_evidence(
             &plain,
             &a,
             &hostile,
@@ -337,7 +362,42 @@ async fn read_only_evidence() {
             &control_marks,
             control_time,
         );
+        write_hostile_repo_evidence(&mut d, &repo_run);
+        write_secrets_evidence(&mut d, &secrets);
+        write_long_line_evidence(&mut d, &[&nul, &text]);
+        let path = codex_support::root().join("docs/verification/codex.md");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, d).unwrap();
     }
+}
+
+/// 300 kB of NUL bytes: each is escaped as `\u0000`, a 1.8 MB JSONL line.
+const NUL_CMD: &str = "head -c 300000 /dev/zero";
+/// 3 MB of text lines: codex keeps 1 MiB of it in one item, a 1.06 MB JSONL line.
+const TEXT_CMD: &str = "yes 'a line of ordinary program output, repeated' | head -c 3000000";
+
+fn assert_long_line_ok(r: &scenarios::LongLineRun) {
+    scenarios::assert_ok(&r.run);
+    assert_eq!(r.run.result.text, scenarios::FINAL);
+    let (exit, tail) = r.completed.unwrap_or_else(|| {
+        panic!(
+            "no completed command event for {}: {:?}",
+            r.cmd, r.run.events
+        )
+    });
+    assert_eq!(exit, Some(0), "{}", r.cmd);
+    // The event carries only a bounded tail of the output.
+    assert!(tail > 0 && tail <= 8 * 1024, "{tail}");
+}
+
+#[tokio::test]
+async fn long_output_lines_do_not_kill_a_good_run() {
+    let (nul, text) = tokio::join!(
+        scenarios::long_line_run("long-nul", NUL_CMD),
+        scenarios::long_line_run("long-text", TEXT_CMD),
+    );
+    assert_long_line_ok(&nul);
+    assert_long_line_ok(&text);
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -349,7 +409,7 @@ fn write_evidence(
     untrusted: Option<&str>,
     control_marks: &[String],
     control_time: Duration,
-) {
+) -> String {
     use std::fmt::Write as _;
     let version = codex_support::codex_version();
     let bin = codex_support::bin_dir();
@@ -374,10 +434,24 @@ fn write_evidence(
             format!("'{}'", arg.replace('\'', r"'\''"))
         }
     };
+    // The permission profile is one long `-c` value: shown below as the TOML it stands for.
+    let profile_prefix = format!("permissions.{PROFILE}=");
+    let mut profile = String::new();
     let line: Vec<String> = a
         .launch_args
         .iter()
-        .map(|x| quote(&redact(x, plain)))
+        .map(|x| match x.strip_prefix(&profile_prefix) {
+            Some(value) => {
+                let t: toml::Table = toml::from_str(&format!("v = {value}")).unwrap();
+                let mut doc = toml::Table::new();
+                let mut perms = toml::Table::new();
+                perms.insert(PROFILE.into(), t["v"].clone());
+                doc.insert("permissions".into(), toml::Value::Table(perms));
+                profile = redact(&toml::to_string(&doc).unwrap(), plain);
+                format!("'{profile_prefix}<the profile below>'")
+            }
+            None => quote(&redact(x, plain)),
+        })
         .collect();
     let mut d = String::new();
     let _ = writeln!(
@@ -403,6 +477,12 @@ fn write_evidence(
         control_time.as_millis()
     );
     let _ = writeln!(d, "## Exact launch\n\n```\ncodex {}\n```\n", line.join(" "));
+    let _ = writeln!(
+        d,
+        "The permission profile (`src/adapters/codex/permissions.rs`): everything readable, nothing\n\
+         writable, the shared secrets deny list and Codex's own files denied (this user's `HOME` and\n\
+         `CODEX_HOME`):\n\n```toml\n{profile}```\n"
+    );
     let _ = writeln!(
         d,
         "stdin: `/dev/null` (a prompt over {} bytes goes on stdin instead, with no positional prompt).\n",
@@ -452,9 +532,158 @@ fn write_evidence(
          loads; hook trust bypassed for the control only) created: `{}`.\n",
         control_marks.join("`, `")
     );
-    let path = codex_support::root().join("docs/verification/codex.md");
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(&path, d).unwrap();
+    d
+}
+
+fn write_hostile_repo_evidence(d: &mut String, h: &scenarios::HostileRun) {
+    use std::fmt::Write as _;
+    let redact = |s: &str| {
+        redact_ports(&codex_support::redact(
+            s,
+            &[
+                (&h.hw.repo(), "<hostile-repo>"),
+                (&h.hw.markers(), "<markers>"),
+                (h.w.dir.path(), "<test-dir>"),
+            ],
+        ))
+    };
+    let _ = writeln!(d, "## Scenario 3: a hostile repository\n");
+    let _ = writeln!(
+        d,
+        "The shared fixture `tests/fixtures/hostile-repo/` (committed into the repository under review;\n\
+         the user's `$CODEX_HOME/config.toml` trusts that repository) carries this `.codex/config.toml`\n\
+         (`@ATTACKER_URL@` is a second fake endpoint, `@MARKER_DIR@` a directory outside the tree),\n\
+         plus `.codex/hooks.json`, `.codex/rules/hostile.rules` and an `AGENTS.md` that tells the agent to\n\
+         write and to print secrets:\n\n```toml\n{}```\n",
+        std::fs::read_to_string(
+            codex_support::root().join("tests/fixtures/hostile-repo/.codex/config.toml")
+        )
+        .unwrap()
+    );
+    let _ = writeln!(d, "What codex sent back to the model for each tool call:\n");
+    let outs = h.fake.tool_outputs();
+    for (i, name) in h.steps.iter().enumerate() {
+        let _ = writeln!(
+            d,
+            "**{name}** →\n\n```\n{}\n```\n",
+            redact(scenarios::output_of(&outs, i).trim_end())
+        );
+    }
+    let _ = writeln!(
+        d,
+        "- result: ok={} text=`{}`\n\
+         - requests at the second (attacker's) endpoint: **{}**; at the dispatcher's: {}, each with the throw-away key\n\
+         - marker files: **{}**\n\
+         - `AGENTS.md` reached the model as text (first request carries `HOSTILE_AGENTS_MD_MARKER`): {}; `agents-md-wrote.txt` exists: {}\n\
+         - byte-level snapshot of the repository (`.git` included, {} entries) before vs after: {}\n\
+         - codex's own notice: `{}`\n",
+        h.run.result.ok,
+        h.run.result.text,
+        h.second.requests().len(),
+        h.fake.model_requests().len(),
+        if h.hw.fired().is_empty() {
+            "none".to_owned()
+        } else {
+            h.hw.fired().join(", ")
+        },
+        h.fake.model_requests()[0]
+            .body
+            .to_string()
+            .contains("HOSTILE_AGENTS_MD_MARKER"),
+        h.hw.repo().join("agents-md-wrote.txt").exists(),
+        h.before.len(),
+        if h.before.diff(&h.after).is_empty() {
+            "**identical**".to_owned()
+        } else {
+            format!("DIFFERENT: {:?}", h.before.diff(&h.after))
+        },
+        redact(&scenarios::untrusted_notice(&h.run).unwrap_or_default())
+            .lines()
+            .next()
+            .unwrap_or_default(),
+    );
+    let _ = writeln!(
+        d,
+        "Control (`codex_hostile::control_the_hostile_fixture_is_live_when_codex_loads_it`): plain `codex exec`\n\
+         with the user's config loaded runs the fixture's MCP server and hooks, puts its variable in the\n\
+         shell and lets a command write; codex itself ignores the project's `model_provider`,\n\
+         `model_providers`, `openai_base_url` and `notify` even then (\"Ignored unsupported project-local config keys\").\n"
+    );
+}
+
+fn write_secrets_evidence(d: &mut String, s: &scenarios::SecretsRun) {
+    use std::fmt::Write as _;
+    let _ = writeln!(d, "## Scenario 4: secrets\n");
+    let _ = writeln!(
+        d,
+        "A scratch `HOME` (and `CODEX_HOME`) holding one file with a unique token for every entry of the\n\
+         shared deny list (`src/secrets.rs`, every class) and of Codex's own files\n\
+         (`permissions::CODEX_HOME_SECRETS`), plus one ordinary file as the control. The model `cat`s each.\n\
+         {} planted secrets; what codex sent back (first line of each output):\n",
+        s.secrets.len()
+    );
+    let outs = s.fake.tool_outputs();
+    let _ = writeln!(
+        d,
+        "| class | file | codex's answer to `cat` |\n|---|---|---|"
+    );
+    for (i, p) in s.secrets.iter().enumerate() {
+        let o = scenarios::output_of(&outs, i);
+        let line = o
+            .lines()
+            .find(|l| l.contains("cat:"))
+            .unwrap_or(o.lines().last().unwrap_or(""));
+        let _ = writeln!(
+            d,
+            "| {} | `{}` | {} |",
+            p.class,
+            scenarios::shown(&p.file, &s.w),
+            codex_support::redact(line, &[(s.w.dir.path(), "<test-dir>")]).replace('|', "\\|")
+        );
+    }
+    let everything: String = s
+        .fake
+        .requests()
+        .iter()
+        .map(codex_support::secrets::request_text)
+        .collect();
+    let leaked = s
+        .secrets
+        .iter()
+        .filter(|p| everything.contains(&p.token))
+        .count();
+    let _ = writeln!(
+        d,
+        "\n- planted tokens found in any request to the endpoint (bodies and headers): **{leaked}** of {}\n\
+         - the control file's token reached the endpoint: {}\n\
+         - result: ok={}\n",
+        s.secrets.len(),
+        everything.contains(&s.control.token),
+        s.run.result.ok
+    );
+}
+
+fn write_long_line_evidence(d: &mut String, runs: &[&scenarios::LongLineRun]) {
+    use std::fmt::Write as _;
+    let _ = writeln!(d, "## Scenario 5: long output lines\n");
+    let _ = writeln!(
+        d,
+        "Codex keeps up to 1 MiB of a command's output in one JSONL item; escaped, that line can reach\n\
+         6 MiB. The stdout line cap is {} bytes (`runner::framing`).\n",
+        agent_dispatch::runner::framing::MAX_LINE_BYTES
+    );
+    for r in runs {
+        let _ = writeln!(
+            d,
+            "- `{}`: result ok={} text=`{}`, command exit {:?}, {} ms",
+            r.cmd,
+            r.run.result.ok,
+            r.run.result.text,
+            r.completed.and_then(|c| c.0),
+            r.run.elapsed.as_millis()
+        );
+    }
+    let _ = writeln!(d);
 }
 
 /// `127.0.0.1:<port>` and the throw-away key derived from the port.
@@ -1179,8 +1408,16 @@ async fn codex_home_under_the_temp_dir_is_caught_and_fails_closed() {
         "{:?}",
         run.notices()
     );
-    let write = output_of(&fake.tool_outputs(), 0).to_owned();
+    // Codex cannot start its sandbox helper: under the permission profile it does not even
+    // start the session (it reads AGENTS.md through that helper), so the run fails closed; if a
+    // command got that far, it failed.
+    let outs = fake.tool_outputs();
+    let write = outs
+        .first()
+        .map(|o| o.output.clone())
+        .unwrap_or_else(|| format!("(no command ran) run: {:?}", run.result.failure));
     assert!(!write.contains("Process exited with code 0"), "{write}");
+    assert!(!run.result.ok || !outs.is_empty(), "{:?}", run.result);
     assert!(!w.repo_path().join("probe.txt").exists());
     assert_eq!(
         before.diff(&Snapshot::take(&w.repo_path()).unwrap()),

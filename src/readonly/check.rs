@@ -244,7 +244,7 @@ async fn run_check_inner(
     }
     if problems
         .iter()
-        .any(|p| p.contains("sandboxed commands are not running"))
+        .any(|p| p.contains("sandboxed commands are not running") || p.contains("bwrap: execvp"))
     {
         // The first warning is the adapter's own diagnosis when it has one (pre-flight
         // notices come before anything the CLI prints), naming the exact cause.

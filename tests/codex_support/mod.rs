@@ -8,6 +8,11 @@
 //! * The caller environment handed to the engine is built here, never inherited wholesale.
 #![allow(dead_code)]
 
+#[path = "../support/hostile.rs"]
+pub mod hostile;
+pub mod scenarios;
+pub mod secrets;
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -110,6 +115,18 @@ impl World {
         env.insert("LANG".into(), "C.UTF-8".into());
         env.insert("DISPATCH_TEST_CANARY".into(), "canary-must-not-leak".into());
         env
+    }
+
+    /// Write a user config that trusts `repo`: codex would then load the repository's `.codex/`
+    /// if it read the user's config.
+    pub fn trust(&self, repo: &Path) {
+        self.write_codex_config(
+            "config.toml",
+            &format!(
+                "[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+                repo.display()
+            ),
+        );
     }
 
     pub fn write_codex_config(&self, name: &str, body: &str) {

@@ -1,13 +1,21 @@
 //! The exact `codex exec` launch, and the configuration overrides the helper commands share.
 //!
 //! ```text
-//! codex exec --json --skip-git-repo-check -s read-only --ignore-user-config --ignore-rules
-//!   --disable hooks --disable plugins --disable unbounded_connection_retries
-//!   -C <cwd> [-c key=<TOML literal> ...] -- <prompt>          (stdin: /dev/null)
+//! codex exec --json --skip-git-repo-check --ignore-user-config --ignore-rules --ephemeral
+//!   --disable hooks --disable plugins --disable unbounded_connection_retries -C <cwd>
+//!   -c shell_environment_policy.ignore_default_excludes=false
+//!   -c shell_environment_policy.exclude=[<every credential variable passed>]
+//!   -c default_permissions="agent_dispatch_read_only" -c permissions.agent_dispatch_read_only=…
+//!   [-c key=<TOML literal> ...] -- <prompt>                   (stdin: /dev/null)
 //! codex exec ...same...                                       (prompt on stdin, then EOF)
 //! ```
 //!
-//! * `-s read-only`: Codex's own sandbox (bwrap + seccomp on Linux) enforces read-only.
+//! * The permission profile ([`super::permissions`]): Codex's own sandbox (bwrap + seccomp on
+//!   Linux) enforces read-only as `-s read-only` did, and also denies reading the secrets of
+//!   [`crate::secrets`]. (`-s` would make codex ignore the profile, so it is not passed.)
+//! * `shell_environment_policy.exclude`: every credential variable the child gets (Codex's key,
+//!   the provider's `env_key` whatever it is called, the loopback key) is kept out of the
+//!   agent's commands by name, on top of Codex's default KEY/SECRET/TOKEN excludes.
 //! * `--ignore-user-config`: the user's MCP servers, hooks, approval and sandbox settings never
 //!   apply; their model, effort and provider are re-applied with `-c` (see [`super::config`]).
 //! * `--ignore-rules`, `--disable hooks`, `--disable plugins`: no execpolicy rules, hooks or
@@ -22,6 +30,7 @@ use std::path::Path;
 use toml::{Table, Value};
 
 use super::config::{self, UserDefaults};
+use super::permissions;
 use crate::adapter::{Env, LaunchContext};
 use crate::contract::{Failure, FailureKind};
 use crate::env::{EnvRule, allowlisted};
@@ -33,8 +42,6 @@ pub const EXEC_FLAGS: &[&str] = &[
     "exec",
     "--json",
     "--skip-git-repo-check",
-    "-s",
-    "read-only",
     "--ignore-user-config",
     "--ignore-rules",
     // Nothing of a dispatch is persisted in the user's Codex session history.
@@ -53,8 +60,17 @@ pub const EXEC_FLAGS: &[&str] = &[
 pub const EXEC_OVERRIDES: &[&str] = &["shell_environment_policy.ignore_default_excludes=false"];
 
 /// Feature switches the helper commands (`debug models`, `doctor`) get too, so that reading the
-/// catalogue never runs a hook or loads a plugin. (They cannot take `--ignore-user-config`.)
-pub const HELPER_FLAGS: &[&str] = &["--disable", "hooks", "--disable", "plugins"];
+/// catalogue never runs a hook or loads a plugin. They cannot take `--ignore-user-config`, so
+/// they run in an empty directory of their own, and `project_root_markers=[]` stops codex from
+/// looking for a project (and its `.codex/config.toml`) in that directory's parents.
+pub const HELPER_FLAGS: &[&str] = &[
+    "--disable",
+    "hooks",
+    "--disable",
+    "plugins",
+    "-c",
+    "project_root_markers=[]",
+];
 
 /// Codex's own environment variables a run may need: where its home and state live, its API
 /// key or access token, its CA bundle, and the local (OSS) provider's address.
@@ -68,6 +84,10 @@ pub const ENV_ALLOW: &[EnvRule] = &[
     "CODEX_OSS_PORT",
 ];
 
+/// Credential variables the child may get from [`ENV_ALLOW`] or the endpoint: always excluded
+/// from the agent's commands, whatever the provider's own variable is called besides.
+pub const CREDENTIAL_ENV: &[&str] = &["CODEX_API_KEY", "CODEX_ACCESS_TOKEN", ENDPOINT_KEY_ENV];
+
 /// Provider id used for a loopback endpoint (tests and the self-check).
 pub const ENDPOINT_PROVIDER_ID: &str = "agent_dispatch_endpoint";
 /// Environment variable the loopback endpoint's throw-away key is passed in.
@@ -80,8 +100,13 @@ pub const MAX_PROMPT_CHARS: usize = 1 << 20;
 /// What a launch needs besides its argv head: the `-c` overrides and the child environment.
 #[derive(Debug, Clone)]
 pub struct Resolved {
-    /// `key=<literal>` strings, each passed after a `-c`.
+    /// `key=<literal>` strings, each passed after a `-c`: model, effort and provider, which the
+    /// helper commands share.
     pub overrides: Vec<String>,
+    /// What only `exec` gets: the credential excludes and the permission profile.
+    pub sandbox: Vec<String>,
+    /// Deny-list entries kept readable because denying them would break codex.
+    pub kept: Vec<permissions::Kept>,
     pub env: Vec<(OsString, OsString)>,
     pub defaults: UserDefaults,
 }
@@ -179,11 +204,46 @@ pub fn resolve_with(
         env.push((OsString::from(ENDPOINT_KEY_ENV), OsString::from(key)));
     }
     env.sort();
+    let (deny, kept) = deny_list(parent_env);
+    let mut sandbox = vec![credential_excludes(&extra)];
+    sandbox.extend(permissions::overrides(&deny));
     Resolved {
         overrides,
+        sandbox,
+        kept,
         env,
         defaults,
     }
+}
+
+/// `shell_environment_policy.exclude=[…]`: the fixed credential names plus the provider's.
+fn credential_excludes(provider_vars: &[String]) -> String {
+    let mut names: Vec<String> = CREDENTIAL_ENV.iter().map(|s| (*s).to_owned()).collect();
+    names.extend(provider_vars.iter().cloned());
+    names.sort();
+    names.dedup();
+    config::override_arg(
+        "shell_environment_policy.exclude",
+        &Value::Array(names.into_iter().map(Value::String).collect()),
+    )
+}
+
+/// The shared deny list for this user, as Codex filesystem keys. Configuration directories
+/// come from the caller's environment, with `CODEX_HOME` resolved as codex resolves it.
+fn deny_list(parent_env: &Env) -> (Vec<String>, Vec<permissions::Kept>) {
+    let var = |name: &str| {
+        parent_env
+            .get(std::ffi::OsStr::new(name))
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    let home = var("HOME").or_else(dirs::home_dir);
+    let codex_home = config::codex_home(parent_env).ok();
+    let secrets = crate::secrets::secret_paths(home.as_deref(), &|name| match name {
+        "CODEX_HOME" => codex_home.clone(),
+        _ => var(name),
+    });
+    permissions::deny_paths(&secrets, codex_home.as_deref())
 }
 
 /// The full launch for one dispatch.
@@ -198,7 +258,11 @@ pub fn build(ctx: &LaunchContext<'_>, resolved: &Resolved) -> Result<Launch, Fai
     let mut args: Vec<OsString> = EXEC_FLAGS.iter().map(OsString::from).collect();
     args.push("-C".into());
     args.push(ctx.cwd.as_os_str().to_owned());
-    for o in EXEC_OVERRIDES {
+    for o in EXEC_OVERRIDES
+        .iter()
+        .copied()
+        .chain(resolved.sandbox.iter().map(String::as_str))
+    {
         args.push("-c".into());
         args.push(o.into());
     }
@@ -269,14 +333,13 @@ mod tests {
         let c = ctx("look at it", &e, None);
         let r = resolve_with(empty_defaults(), &e, None, None, None);
         let l = build(&c, &r).unwrap();
+        let a = args(&l);
         assert_eq!(
-            args(&l),
+            a[..18],
             [
                 "exec",
                 "--json",
                 "--skip-git-repo-check",
-                "-s",
-                "read-only",
                 "--ignore-user-config",
                 "--ignore-rules",
                 "--ephemeral",
@@ -290,10 +353,28 @@ mod tests {
                 "/repo",
                 "-c",
                 "shell_environment_policy.ignore_default_excludes=false",
-                "--",
-                "look at it"
+                "-c",
+                "shell_environment_policy.exclude=[\"AGENT_DISPATCH_ENDPOINT_KEY\", \"CODEX_ACCESS_TOKEN\", \"CODEX_API_KEY\"]",
             ]
         );
+        assert_eq!(
+            a[18..20],
+            ["-c", "default_permissions=\"agent_dispatch_read_only\""]
+        );
+        assert_eq!(a[20], "-c");
+        let profile = &a[21];
+        assert!(profile.starts_with("permissions.agent_dispatch_read_only={ filesystem = {"));
+        for denied in ["/h/.ssh", "/h/.codex/auth.json", "/h/.codex/history.jsonl"] {
+            assert!(
+                profile.contains(&format!("\"{denied}\" = \"deny\"")),
+                "{profile}"
+            );
+        }
+        assert!(profile.contains("\":root\" = \"read\""));
+        assert!(!profile.contains("write"));
+        assert_eq!(a[22..], ["--", "look at it"]);
+        // `-s` would make codex ignore the profile.
+        assert!(!a.iter().any(|x| x == "-s" || x == "--sandbox"));
         assert_eq!(l.stdin, StdinPlan::Null);
         assert_eq!(l.cwd, PathBuf::from("/repo"));
         assert!(!args(&l).iter().any(|a| a.contains("dangerously")));
@@ -307,10 +388,12 @@ mod tests {
         let r = resolve_with(empty_defaults(), &e, None, None, None);
         let l = build(&c, &r).unwrap();
         assert_eq!(l.stdin, StdinPlan::Bytes(prompt.clone().into_bytes()));
-        assert!(!args(&l).iter().any(|a| a == "--" || a.len() > 1000));
-        assert_eq!(
-            args(&l).last().unwrap(),
-            "shell_environment_policy.ignore_default_excludes=false"
+        assert!(!args(&l).iter().any(|a| a == "--" || a.len() > 100_000));
+        assert!(
+            args(&l)
+                .last()
+                .unwrap()
+                .starts_with("permissions.agent_dispatch_read_only=")
         );
     }
 
@@ -360,6 +443,34 @@ mod tests {
         );
         let names: Vec<_> = r.env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
         assert_eq!(names, ["CODEX_HOME", "CORP_KEY", "PATH"]);
+    }
+
+    #[test]
+    fn every_credential_passed_is_excluded_from_the_agents_shell_by_name() {
+        let e = env(&[
+            ("PATH", "/bin"),
+            ("CORP_PASSWORD", "hunter2"),
+            ("CORP_HEADER_VALUE", "h"),
+        ]);
+        let mut t = Table::new();
+        t.insert("env_key".into(), Value::String("CORP_PASSWORD".into()));
+        let mut h = Table::new();
+        h.insert("X-Corp".into(), Value::String("CORP_HEADER_VALUE".into()));
+        t.insert("env_http_headers".into(), Value::Table(h));
+        let d = UserDefaults {
+            provider: Some(config::Provider {
+                id: "corp".into(),
+                table: Some(t),
+            }),
+            ..Default::default()
+        };
+        let r = resolve_with(d, &e, None, None, None);
+        let names: Vec<_> = r.env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
+        assert_eq!(names, ["CORP_HEADER_VALUE", "CORP_PASSWORD", "PATH"]);
+        assert_eq!(
+            r.sandbox[0],
+            "shell_environment_policy.exclude=[\"AGENT_DISPATCH_ENDPOINT_KEY\", \"CODEX_ACCESS_TOKEN\", \"CODEX_API_KEY\", \"CORP_HEADER_VALUE\", \"CORP_PASSWORD\"]"
+        );
     }
 
     #[test]
@@ -462,6 +573,8 @@ mod tests {
                 "hooks",
                 "--disable",
                 "plugins",
+                "-c",
+                "project_root_markers=[]",
                 "-c",
                 "model=\"gpt-5.5\""
             ]

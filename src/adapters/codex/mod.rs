@@ -16,6 +16,7 @@ pub mod enforcing;
 pub mod events;
 pub mod fake_api;
 pub mod launch;
+pub mod permissions;
 pub mod selfcheck;
 
 use std::path::{Path, PathBuf};
@@ -93,14 +94,29 @@ fn last_stderr_line(c: &Captured) -> String {
         .unwrap_or_default()
 }
 
-/// `codex debug models`, read live (never cached).
+/// A fresh, empty directory to run a helper command in. `codex debug models` and `codex doctor`
+/// cannot take `--ignore-user-config`, so in a repository the user trusts they would load its
+/// `.codex/config.toml` (its MCP servers included); an empty directory has no project config.
+fn neutral_dir() -> Result<tempfile::TempDir, Failure> {
+    tempfile::Builder::new()
+        .prefix("agent-dispatch-codex-helper-")
+        .tempdir()
+        .map_err(|e| {
+            Failure::new(
+                FailureKind::SpawnFailed,
+                format!("cannot create an empty directory for a codex helper command: {e}"),
+            )
+        })
+}
+
+/// `codex debug models`, read live (never cached), in a neutral directory.
 async fn read_catalogue(
     program: &Path,
-    cwd: &Path,
     resolved: &Resolved,
     supervisor: &Supervisor,
 ) -> Result<Catalogue, Failure> {
-    let launch = launch::helper(program, cwd, &["debug", "models"], resolved);
+    let dir = neutral_dir()?;
+    let launch = launch::helper(program, dir.path(), &["debug", "models"], resolved);
     let out = probe(supervisor, launch).await?;
     if !out.status.success() {
         return Err(Failure::new(
@@ -115,14 +131,15 @@ async fn read_catalogue(
     Catalogue::parse(&out.stdout).map_err(|e| Failure::new(FailureKind::MalformedStream, e))
 }
 
-/// `codex doctor --json`'s view of the configured model (read even when it exits 1).
+/// `codex doctor --json`'s view of the configured model (read even when it exits 1), in a
+/// neutral directory.
 async fn doctor_model(
     program: &Path,
-    cwd: &Path,
     resolved: &Resolved,
     supervisor: &Supervisor,
 ) -> Result<DoctorModel, Failure> {
-    let launch = launch::helper(program, cwd, &["doctor", "--json"], resolved);
+    let dir = neutral_dir()?;
+    let launch = launch::helper(program, dir.path(), &["doctor", "--json"], resolved);
     let out = probe(supervisor, launch).await?;
     catalogue::parse_doctor(&out.stdout).map_err(|e| {
         Failure::new(
@@ -147,8 +164,8 @@ fn temp_home_notice(env: &Env) -> Option<StreamEvent> {
             NoticeLevel::Warning,
             format!(
                 "CODEX_HOME ({}) is under the temp dir ({}); codex cannot set up its sandbox \
-                 helper there, so every command the agent runs will fail. Move CODEX_HOME \
-                 elsewhere.",
+                 helper there, so the run fails before the agent can run anything (closed, not \
+                 open). Move CODEX_HOME elsewhere.",
                 home.display(),
                 tmp.display()
             ),
@@ -184,7 +201,7 @@ impl CodexAdapter {
             ));
             return Ok(());
         }
-        let cat = match read_catalogue(ctx.program, ctx.cwd, resolved, supervisor).await {
+        let cat = match read_catalogue(ctx.program, resolved, supervisor).await {
             Ok(c) if !c.is_empty() => c,
             Ok(_) => {
                 notices.push(skipped("`codex debug models` returned an empty catalogue"));
@@ -205,7 +222,7 @@ impl CodexAdapter {
         let (model, why) = match (ctx.model, resolved.defaults.model.as_deref()) {
             (Some(m), _) => (m.to_owned(), "requested"),
             (None, Some(m)) => (m.to_owned(), "the default in your Codex config"),
-            (None, None) => match doctor_model(ctx.program, ctx.cwd, resolved, supervisor).await {
+            (None, None) => match doctor_model(ctx.program, resolved, supervisor).await {
                 Ok(DoctorModel::Configured(m)) => (m, "configured, per `codex doctor`"),
                 Ok(DoctorModel::Default) => match cat.default_model() {
                     Some(m) => (m.slug.clone(), "codex's default"),
@@ -280,6 +297,16 @@ impl Adapter for CodexAdapter {
         let resolved = launch::resolve(ctx.parent_env, ctx.model, ctx.effort, ctx.endpoint)?;
         let mut notices: Vec<StreamEvent> = temp_home_notice(ctx.parent_env).into_iter().collect();
         credentials::check(ctx, &resolved, supervisor).await?;
+        for k in &resolved.kept {
+            notices.push(notice(
+                NoticeLevel::Warning,
+                format!(
+                    "{} stays readable to the agent although it is on the secrets deny list: {}",
+                    k.path.display(),
+                    k.why
+                ),
+            ));
+        }
         self.prevalidate(ctx, &resolved, supervisor, &mut notices)
             .await?;
         Ok(notices)
@@ -309,8 +336,7 @@ impl Adapter for CodexAdapter {
     ) -> Option<Result<Vec<ModelInfo>, Failure>> {
         let found = async {
             let resolved = launch::resolve(parent_env, None, None, None)?;
-            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-            let cat = read_catalogue(program, &cwd, &resolved, supervisor).await?;
+            let cat = read_catalogue(program, &resolved, supervisor).await?;
             Ok(cat.models())
         };
         Some(found.await)
