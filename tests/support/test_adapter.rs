@@ -50,6 +50,7 @@ impl Adapter for TestAdapter {
             cwd: ctx.cwd.to_path_buf(),
             env: agent_dispatch::env::allowlisted(ctx.parent_env, &["FAKE_*"], &[]),
             stdin,
+            wall: None,
         })
     }
     fn parser(&self) -> Box<dyn StreamParser> {

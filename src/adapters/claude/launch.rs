@@ -90,5 +90,6 @@ pub fn build(ctx: &LaunchContext<'_>) -> Result<Launch, Failure> {
         cwd: ctx.cwd.to_path_buf(),
         env: env::child_env(ctx.parent_env, ctx.endpoint),
         stdin,
+        wall: None,
     })
 }
