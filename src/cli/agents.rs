@@ -57,6 +57,7 @@ pub async fn agents(json: bool) -> anyhow::Result<ExitCode> {
                 "NO read-only"
             };
             println!("{:<8} {:<12} {ro:<20} {state}", i.id, i.display_name);
+            println!("{:<8} read-only by {}", "", i.capabilities.read_only_by);
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -99,8 +99,9 @@ pub fn store(dir: &Path, record: &CheckRecord) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
-/// Hash of the production launch configuration: program, argv and the names of the child's
-/// environment variables, for a canonical request (placeholder prompt, cwd `/`, no model).
+/// Hash of the production launch configuration: program, argv, the names of the child's
+/// environment variables and the wall's rules, for a canonical request (placeholder prompt,
+/// cwd `/`, no model).
 pub fn launch_fingerprint(
     adapter: &dyn Adapter,
     program: &Path,
@@ -116,11 +117,26 @@ pub fn launch_fingerprint(
         endpoint: None,
     };
     let launch = adapter.launch(&ctx)?;
+    // A walled launch's private directory is new every time: spelled `<private>` here.
+    let private = launch
+        .wall
+        .as_ref()
+        .and_then(|w| w.private_path())
+        .and_then(|p| p.canonicalize().ok());
+    let private_str = private.as_ref().map(|p| p.to_string_lossy().into_owned());
     let mut h = Sha256::new();
     h.update(launch.program.as_os_str().as_encoded_bytes());
     for a in &launch.args {
         h.update([0]);
-        h.update(a.as_encoded_bytes());
+        match &private_str {
+            Some(p) => h.update(a.to_string_lossy().replace(p.as_str(), "<private>")),
+            None => h.update(a.as_encoded_bytes()),
+        }
+    }
+    // The wall is part of the configuration the check proved.
+    if let Some(wall) = &launch.wall {
+        h.update([2]);
+        h.update(serde_json::to_vec(&wall.spec.normalized(private.as_deref())).unwrap_or_default());
     }
     let mut names: Vec<_> = launch.env.iter().map(|(k, _)| k.clone()).collect();
     names.sort();

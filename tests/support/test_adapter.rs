@@ -38,6 +38,7 @@ impl Adapter for TestAdapter {
             reports_model: false,
             reports_effort: false,
             efforts: vec![],
+            read_only_by: agent_dispatch::adapter::ReadOnlyBy::CliSandbox,
         }
     }
     fn launch(&self, ctx: &LaunchContext<'_>) -> Result<Launch, Failure> {

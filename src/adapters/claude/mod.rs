@@ -116,6 +116,7 @@ impl Adapter for ClaudeAdapter {
             reports_model: true,
             reports_effort: false,
             efforts: EFFORTS.iter().map(|e| e.to_string()).collect(),
+            read_only_by: crate::adapter::ReadOnlyBy::CliSandbox,
         }
     }
 

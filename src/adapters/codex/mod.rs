@@ -259,6 +259,7 @@ impl Adapter for CodexAdapter {
             reports_effort: false,
             // Effort levels differ per model; `models codex` lists them from the live catalogue.
             efforts: vec![],
+            read_only_by: crate::adapter::ReadOnlyBy::CliSandbox,
         }
     }
 
