@@ -117,8 +117,9 @@ pub fn system_settings() -> Value {
     })
 }
 
-/// The user-scope settings of the private home: the user's auth type and default model only
-/// (or the API-key auth the fake endpoint needs).
+/// The user-scope settings of the private home: the enforced settings again (some, such as
+/// `general.maxAttempts`, are only honoured from here), plus the user's auth type and default
+/// model only (or the API-key auth the fake endpoint needs).
 pub fn user_settings(user: Option<&Value>, fake_endpoint: bool) -> Value {
     let pick = |path: &[&str]| {
         path.iter()
@@ -136,7 +137,8 @@ pub fn user_settings(user: Option<&Value>, fake_endpoint: bool) -> Value {
             }
         }
     }
-    let mut out = json!({"security": {"auth": auth}});
+    let mut out = system_settings();
+    out["security"]["auth"] = Value::Object(auth);
     if let Some(name) = pick(&["model", "name"]) {
         out["model"] = json!({"name": name});
     }
@@ -190,20 +192,22 @@ mod tests {
             "mcpServers": {"x": {"command": "evil"}},
             "telemetry": {"enabled": true},
         });
+        let got = user_settings(Some(&user), false);
         assert_eq!(
-            user_settings(Some(&user), false),
-            json!({"security": {"auth": {"selectedType": "oauth-personal"}},
-                   "model": {"name": "gemini-2.5-pro"}})
+            got["security"]["auth"],
+            json!({"selectedType": "oauth-personal"})
         );
+        assert_eq!(got["security"]["toolSandboxing"], false);
+        assert_eq!(got["model"], json!({"name": "gemini-2.5-pro"}));
+        assert_eq!(got["telemetry"]["enabled"], false);
+        assert_eq!(got["general"]["maxAttempts"], MAX_ATTEMPTS);
+        assert!(got.get("mcpServers").is_none());
+        let fake = user_settings(Some(&user), true);
         assert_eq!(
-            user_settings(Some(&user), true),
-            json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
-                   "model": {"name": "gemini-2.5-pro"}})
+            fake["security"]["auth"],
+            json!({"selectedType": "gemini-api-key"})
         );
-        assert_eq!(
-            user_settings(None, false),
-            json!({"security": {"auth": {}}})
-        );
+        assert_eq!(user_settings(None, false)["security"]["auth"], json!({}));
     }
 
     #[test]

@@ -28,6 +28,11 @@ use crate::supervise::Supervisor;
 
 pub struct GeminiAdapter;
 
+/// The longest prompt sent to Gemini CLI. 0.61.0 echoes the prompt as one `message` line of
+/// its stream; with stdout a pipe it lost everything after 192 KiB of such a line (seen with
+/// 250 KiB and 300 KiB prompts; 190 KiB arrived whole).
+pub const MAX_PROMPT_BYTES: usize = 160 * 1024;
+
 #[async_trait]
 impl Adapter for GeminiAdapter {
     fn id(&self) -> &'static str {
@@ -62,12 +67,25 @@ impl Adapter for GeminiAdapter {
         launch::build(ctx)
     }
 
-    /// Gemini CLI has no effort setting: asking for one is an error, not silently dropped.
+    /// Gemini CLI has no effort setting: asking for one is an error, not silently dropped. A
+    /// prompt longer than [`MAX_PROMPT_BYTES`] is refused before anything starts.
     async fn preflight(
         &self,
         ctx: &LaunchContext<'_>,
         _supervisor: &Supervisor,
     ) -> Result<Vec<StreamEvent>, Failure> {
+        if ctx.prompt.len() > MAX_PROMPT_BYTES {
+            return Err(Failure::new(
+                FailureKind::InvalidRequest,
+                format!(
+                    "the prompt is {} KiB; Gemini CLI 0.61.0 echoes the prompt on its output stream \
+                     and loses the end of that stream when a line is that long, so prompts are \
+                     limited to {} KiB for it",
+                    ctx.prompt.len() / 1024,
+                    MAX_PROMPT_BYTES / 1024
+                ),
+            ));
+        }
         if let Some(e) = ctx.effort {
             return Err(Failure::new(
                 FailureKind::InvalidRequest,
