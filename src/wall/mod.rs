@@ -141,3 +141,47 @@ pub const DEVICE_RW: &[&str] = &[
     "/dev/ptmx",
     "/dev/pts",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builder_keeps_each_path_once_and_the_abi_it_needs() {
+        let spec = WallSpec::new()
+            .read("/usr")
+            .read("/usr")
+            .write("/tmp/p")
+            .connect_ports(vec![443]);
+        assert_eq!(spec.read, [PathBuf::from("/usr")]);
+        assert_eq!(spec.write, [PathBuf::from("/tmp/p")]);
+        assert_eq!(spec.required_abi(), MIN_NET_ABI);
+        let raised = WallSpec {
+            min_abi: 6,
+            ..WallSpec::new()
+        };
+        assert_eq!(raised.required_abi(), 6);
+    }
+
+    #[test]
+    fn a_private_dir_is_spelled_the_same_every_time() {
+        let a = WallSpec::new().read("/usr").write("/tmp/x-1/home");
+        let b = WallSpec::new().read("/usr").write("/tmp/x-2/home");
+        assert_eq!(
+            a.normalized(Some(Path::new("/tmp/x-1"))),
+            b.normalized(Some(Path::new("/tmp/x-2")))
+        );
+        assert_ne!(a.normalized(None), b.normalized(None));
+    }
+
+    #[test]
+    fn no_system_path_is_under_a_home_and_dev_is_never_whole() {
+        assert!(
+            SYSTEM_READ
+                .iter()
+                .all(|p| !p.starts_with("/home") && *p != "/")
+        );
+        assert!(!DEVICE_RW.contains(&"/dev"));
+        assert!(!SYSTEM_READ.contains(&"/proc") && !SYSTEM_READ.contains(&"/tmp"));
+    }
+}

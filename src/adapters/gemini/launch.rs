@@ -159,3 +159,83 @@ pub fn build(ctx: &LaunchContext<'_>) -> Result<Launch, Failure> {
         }),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wall_reads_the_repository_and_writes_only_the_private_dir() {
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let parent = crate::env::from_pairs(&[
+            ("HOME", home.path().to_str().unwrap()),
+            ("PATH", "/usr/bin:/bin"),
+        ]);
+        let program = Path::new("/bin/sh");
+        let cwd = root.join("sub");
+        let ctx = LaunchContext {
+            program,
+            prompt: "p",
+            model: None,
+            effort: None,
+            cwd: &cwd,
+            parent_env: &parent,
+            endpoint: None,
+        };
+        let spec = wall_spec(&ctx, Path::new("/tmp/private-x"));
+        assert!(spec.read.contains(&cwd));
+        assert!(spec.read.contains(&root), "the top of the working tree");
+        assert!(spec.read.contains(&root.join(".git")));
+        assert!(
+            !spec
+                .read
+                .iter()
+                .any(|p| home.path().starts_with(p) && p != Path::new("/"))
+        );
+        assert!(spec.write.contains(&PathBuf::from("/tmp/private-x")));
+        assert!(
+            spec.write
+                .iter()
+                .all(|p| p.starts_with("/dev/") || p == Path::new("/tmp/private-x"))
+        );
+    }
+
+    #[test]
+    fn a_long_prompt_goes_on_stdin_and_a_dash_prompt_stays_a_prompt() {
+        let parent = crate::env::from_pairs(&[("PATH", "/usr/bin:/bin")]);
+        let cwd = std::env::temp_dir().canonicalize().unwrap();
+        let launch = |prompt: &str| {
+            build(&LaunchContext {
+                program: Path::new("/bin/sh"),
+                prompt,
+                model: Some("gemini-2.5-flash"),
+                effort: None,
+                cwd: &cwd,
+                parent_env: &parent,
+                endpoint: None,
+            })
+            .unwrap()
+        };
+        let short = launch("--yolo");
+        assert!(short.args.contains(&OsString::from("--prompt=--yolo")));
+        assert!(!short.args.contains(&OsString::from("--yolo")));
+        assert_eq!(short.stdin, StdinPlan::Null);
+        let private = short
+            .wall
+            .as_ref()
+            .unwrap()
+            .private_path()
+            .unwrap()
+            .to_path_buf();
+        assert!(private.join("policy.toml").is_file());
+        drop(short);
+        assert!(!private.exists(), "the private dir goes with the launch");
+        let long = launch(&"x".repeat(MAX_PROMPT_ARG_BYTES + 1));
+        assert!(long.args.contains(&OsString::from("--prompt=")));
+        assert!(matches!(long.stdin, StdinPlan::Bytes(_)));
+    }
+}
