@@ -80,6 +80,8 @@ pub fn scratch_home() -> tempfile::TempDir {
 
 /// One dispatch to run.
 pub struct Dispatch {
+    /// The dispatcher's cache dir (check records, Gemini's private homes), outside `HOME`.
+    pub cache: tempfile::TempDir,
     pub cwd: PathBuf,
     pub script: Script,
     pub home: tempfile::TempDir,
@@ -107,7 +109,10 @@ impl Dispatch {
         // A real-looking key of the user's: replaced by the endpoint's, never sent anywhere.
         parent_env.insert("GEMINI_API_KEY".into(), "USER-REAL-KEY-77e2".into());
         parent_env.insert("MY_PRIVATE_TOKEN".into(), "ENV-SECRET-1234".into());
+        let cache = scratch_dir("gemini-cache-");
+        parent_env.insert("AGENT_DISPATCH_CACHE_DIR".into(), cache.path().into());
         Self {
+            cache,
             cwd: cwd.canonicalize().unwrap(),
             script,
             home,
@@ -199,6 +204,7 @@ impl Dispatch {
             cwd: self.cwd.clone(),
             home: self.home.path().to_path_buf(),
             _home: self.home,
+            _cache: self.cache,
         }
     }
 }
@@ -215,6 +221,7 @@ pub struct Run {
     pub cwd: PathBuf,
     pub home: PathBuf,
     _home: tempfile::TempDir,
+    _cache: tempfile::TempDir,
 }
 
 impl Run {

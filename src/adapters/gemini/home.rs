@@ -117,9 +117,9 @@ pub fn system_settings() -> Value {
     })
 }
 
-/// The user-scope settings of the private home: the enforced settings again (some, such as
-/// `general.maxAttempts`, are only honoured from here), plus the user's auth type and default
-/// model only (or the API-key auth the fake endpoint needs).
+/// The user-scope settings of the private home: the enforced settings again (should the system
+/// file be skipped — Gemini CLI ignores one with a group- or world-writable ancestor), plus the
+/// user's auth type and default model only (or the API-key auth the fake endpoint needs).
 pub fn user_settings(user: Option<&Value>, fake_endpoint: bool) -> Value {
     let pick = |path: &[&str]| {
         path.iter()

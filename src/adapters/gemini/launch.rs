@@ -122,11 +122,26 @@ fn io_failure(e: std::io::Error) -> Failure {
     )
 }
 
+/// Where private directories are made: the dispatcher's cache directory (`gemini/`), never
+/// the shared temp dir — Gemini CLI ignores a system settings file with a group- or
+/// world-writable ancestor such as `/tmp`.
+pub fn private_parent(parent: &Env) -> Option<PathBuf> {
+    crate::readonly::record::cache_dir(parent)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join("gemini"))
+}
+
 pub fn build(ctx: &LaunchContext<'_>) -> Result<Launch, Failure> {
-    let private = tempfile::Builder::new()
-        .prefix("agent-dispatch-gemini-")
-        .tempdir()
-        .map_err(io_failure)?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("dispatch-");
+    let private = match private_parent(ctx.parent_env) {
+        Some(dir) => {
+            std::fs::create_dir_all(&dir).map_err(io_failure)?;
+            builder.tempdir_in(dir)
+        }
+        None => builder.tempdir(),
+    }
+    .map_err(io_failure)?;
     let root = private.path().canonicalize().map_err(io_failure)?;
     let layout =
         home::populate(&root, ctx.parent_env, ctx.endpoint.is_some()).map_err(io_failure)?;
