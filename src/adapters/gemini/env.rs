@@ -43,6 +43,29 @@ pub const REPLACED: &[&str] = &[
     "TEMP",
 ];
 
+/// Where model traffic goes and how it is proxied. Gemini CLI loads a trusted repository's
+/// `.gemini/.env` into its own environment — but never over a variable that is already set —
+/// so each of these is always set: to the caller's value, or to the empty string (unset to the
+/// CLI). Seen: a repository's `.gemini/.env` naming another `GOOGLE_GEMINI_BASE_URL` received
+/// the user's API key and answered in the model's place.
+pub const DOTENV_GUARD: &[&str] = &[
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_VERTEX_BASE_URL",
+    "CODE_ASSIST_ENDPOINT",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_GCA",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "ALL_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "all_proxy",
+    "NODE_TLS_REJECT_UNAUTHORIZED",
+];
+
 /// Routing and credentials, replaced when a loopback endpoint is swapped in.
 pub const ENDPOINT_REPLACES: &[&str] = &[
     "GEMINI_API_KEY",
@@ -103,6 +126,11 @@ pub fn child_env(
         set("GOOGLE_GEMINI_BASE_URL", ep.base_url.clone().into());
         set("GEMINI_API_KEY", ep.api_key.clone().into());
     }
+    for name in DOTENV_GUARD {
+        if !env.iter().any(|(k, _)| k == name) {
+            env.push((OsString::from(name), OsString::new()));
+        }
+    }
     env.sort();
     env
 }
@@ -133,8 +161,13 @@ mod tests {
         ]);
         let wall = WallSpec::new().read("/bin");
         let got = child_env(&parent, None, &layout, &wall);
+        let set: Vec<&str> = got
+            .iter()
+            .filter(|(k, v)| !v.is_empty() || !DOTENV_GUARD.contains(&k.to_str().unwrap()))
+            .map(|(k, _)| k.to_str().unwrap())
+            .collect();
         assert_eq!(
-            names(&got),
+            set,
             [
                 "GEMINI_API_KEY",
                 "GEMINI_CLI_HOME",
@@ -146,6 +179,10 @@ mod tests {
                 "TMPDIR"
             ]
         );
+        // Every routing variable is set (empty here), so a repository's .env cannot set it.
+        for g in DOTENV_GUARD {
+            assert!(names(&got).contains(g), "{g}");
+        }
         let get = |k: &str| {
             got.iter()
                 .find(|(n, _)| n == k)
@@ -172,6 +209,10 @@ mod tests {
         let get = |k: &str| got.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         assert_eq!(get("GEMINI_API_KEY").unwrap(), "fake");
         assert_eq!(get("GOOGLE_GEMINI_BASE_URL").unwrap(), "http://127.0.0.1:9");
-        assert_eq!(get("GOOGLE_GENAI_USE_VERTEXAI"), None);
+        assert_eq!(
+            get("GOOGLE_GENAI_USE_VERTEXAI").unwrap(),
+            "",
+            "set empty: unset to the CLI"
+        );
     }
 }
