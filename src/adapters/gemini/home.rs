@@ -113,7 +113,9 @@ pub fn system_settings() -> Value {
             // The shell tool's environment loses every variable named like a credential.
             "environmentVariableRedaction": {"enabled": true, "blocked": REDACTED},
         },
-        "tools": {"sandbox": false},
+        // A repository's settings may declare hooks and tool discovery/call commands: none run.
+        "hooksConfig": {"enabled": false},
+        "tools": {"sandbox": false, "discoveryCommand": "", "callCommand": ""},
     })
 }
 
@@ -201,6 +203,7 @@ mod tests {
         assert_eq!(got["model"], json!({"name": "gemini-2.5-pro"}));
         assert_eq!(got["telemetry"]["enabled"], false);
         assert_eq!(got["general"]["maxAttempts"], MAX_ATTEMPTS);
+        assert_eq!(got["hooksConfig"]["enabled"], false);
         assert!(got.get("mcpServers").is_none());
         let fake = user_settings(Some(&user), true);
         assert_eq!(
