@@ -1,69 +1,160 @@
 /**
- * Parsing `/dispatch` arguments (pure; the handler lives in `index.ts`).
- *
- *   /dispatch AGENT [--model M] [--effort E] [--scope S] TASK…   run a dispatch for a person
- *   /dispatch models AGENT                                        list the agent's model catalogue
- *   /dispatch check [AGENT…]                                      prove read-only on this machine
- *   /dispatch help | /dispatch                                    usage
- *
- * Flag values are single words; `--scope` may be quoted ("…" or '…'). Everything after the flags is
- * the task, verbatim.
+ * `/dispatch` for a person: run a dispatch with a live widget (Esc cancels), list an agent's models,
+ * or run the read-only check; each lands in the session as a message (`messages.ts`).
  */
 
-export type Parsed =
-	| { kind: "help"; error?: string }
-	| { kind: "models"; agent: string }
-	| { kind: "check"; agents: string[] }
-	| { kind: "run"; agent: string; task: string; model?: string; effort?: string; scope?: string };
+import type { ExtensionAPI, ExtensionContext, Theme } from "@earendil-works/pi-coding-agent";
+import { Text } from "@earendil-works/pi-tui";
 
-/** Subcommand words; an agent can never be called this. */
-export const SUBCOMMANDS = ["models", "check", "help"] as const;
+import { parseDispatchArgs, SUBCOMMANDS, USAGE } from "./command-args.ts";
+import { type DispatchDetails, finalDetails, modelText, progressText, runningDetails } from "./details.ts";
+import { type DispatchParams, type Outcome, startDispatch } from "./dispatch.ts";
+import { listModels, runCheck } from "./discovery.ts";
+import type { Host } from "./host.ts";
+import { catalogueText, checkText, MSG_CHECK, MSG_MODELS, MSG_RESULT, registerMessageRenderers } from "./messages.ts";
+import type { CheckReport, ModelCatalogue } from "./protocol.ts";
+import { type CallArgs, callLines, runningLines } from "./render.ts";
 
-export const USAGE = [
-	"/dispatch AGENT [--model M] [--effort E] [--scope S] TASK",
-	"/dispatch models AGENT",
-	"/dispatch check [AGENT…]",
-].join("\n");
+type Level = "info" | "warning" | "error";
 
-function takeWord(s: string): [string, string] {
-	const t = s.trimStart();
-	const q = t[0];
-	if (q === '"' || q === "'") {
-		const end = t.indexOf(q, 1);
-		if (end > 0) return [t.slice(1, end), t.slice(end + 1)];
-	}
-	const m = /^\S+/.exec(t);
-	return m ? [m[0], t.slice(m[0].length)] : ["", ""];
+function say(ctx: ExtensionContext, text: string, level: Level): void {
+	if (ctx.hasUI) ctx.ui.notify(text, level);
+	else process.stderr.write(`${text}\n`);
 }
 
-export function parseDispatchArgs(input: string): Parsed {
-	let rest = input.trim();
-	if (!rest) return { kind: "help" };
-	let word: string;
-	[word, rest] = takeWord(rest);
-	if (word === "help" || word === "--help" || word === "-h") return { kind: "help" };
-	if (word === "check") return { kind: "check", agents: rest.split(/\s+/).filter(Boolean) };
-	if (word === "models") {
-		const [agent] = takeWord(rest);
-		return agent ? { kind: "models", agent } : { kind: "help", error: "which agent? /dispatch models AGENT" };
-	}
-	const agent = word;
-	const opts: { model?: string; effort?: string; scope?: string } = {};
-	for (;;) {
-		const [flag, after] = takeWord(rest);
-		const m = /^--(model|effort|scope)(?:=(.*))?$/.exec(flag);
-		if (!m) break;
-		let value: string;
-		if (m[2] !== undefined) {
-			value = m[2];
-			rest = after;
-		} else {
-			[value, rest] = takeWord(after);
+function errorText(e: unknown): string {
+	return e instanceof Error ? e.message : String(e);
+}
+
+export function registerDispatchCommand(pi: ExtensionAPI, host: Host): void {
+	registerMessageRenderers(pi);
+	const agentIds = host.agents.map((a) => a.id);
+
+	pi.registerCommand("dispatch", {
+		description:
+			"Run another coding agent read-only: /dispatch AGENT TASK · /dispatch models AGENT · /dispatch check [AGENT…]",
+		getArgumentCompletions: (prefix) => {
+			const words = [...agentIds, ...SUBCOMMANDS.filter((s) => s !== "help")];
+			const items = words.filter((w) => w.startsWith(prefix.trim())).map((w) => ({ value: `${w} `, label: w }));
+			return items.length ? items : null;
+		},
+		handler: async (args, ctx) => {
+			const parsed = parseDispatchArgs(args);
+			switch (parsed.kind) {
+				case "help": {
+					const agents = agentIds.length ? `\nagents: ${agentIds.join(", ")}` : "";
+					say(ctx, `${parsed.error ? `${parsed.error}\n` : ""}${USAGE}${agents}`, parsed.error ? "warning" : "info");
+					return;
+				}
+				case "check":
+					await showCheck(parsed.agents, ctx);
+					return;
+				case "models":
+					await showModels(parsed.agent, ctx);
+					return;
+				case "run":
+					await personDispatch(parsed, ctx);
+					return;
+			}
+		},
+	});
+
+	/** The dispatcher binary, or undefined after telling the person how to install it. */
+	function binaryOrSay(ctx: ExtensionContext): string | undefined {
+		try {
+			return host.binary();
+		} catch (e) {
+			say(ctx, errorText(e), "error");
+			return undefined;
 		}
-		if (!value) return { kind: "help", error: `--${m[1]} needs a value` };
-		opts[m[1] as "model" | "effort" | "scope"] = value;
 	}
-	const task = rest.trim();
-	if (!task) return { kind: "help", error: `what should ${agent} do? /dispatch ${agent} TASK` };
-	return { kind: "run", agent, task, ...opts };
+
+	async function showModels(agent: string, ctx: ExtensionContext): Promise<void> {
+		const bin = binaryOrSay(ctx);
+		if (!bin) return;
+		let catalogue: ModelCatalogue;
+		try {
+			catalogue = await listModels(bin, agent, { signal: ctx.signal, registry: host.registry });
+		} catch (e) {
+			say(ctx, `/dispatch models ${agent}: ${errorText(e)}`, "warning");
+			return;
+		}
+		pi.sendMessage({ customType: MSG_MODELS, content: catalogueText(catalogue), display: true, details: catalogue });
+	}
+
+	/** `/dispatch check [AGENT…]`: run the offline read-only check now; the report lands as a message. */
+	async function showCheck(agents: string[], ctx: ExtensionContext): Promise<void> {
+		const bin = binaryOrSay(ctx);
+		if (!bin) return;
+		const which = agents.length ? agents.join(", ") : "every agent";
+		say(ctx, `Running the offline read-only check for ${which}…`, "info");
+		let reports: CheckReport[];
+		try {
+			reports = await runCheck(bin, agents, { signal: ctx.signal, registry: host.registry });
+		} catch (e) {
+			say(ctx, `/dispatch check: ${errorText(e)}`, "warning");
+			return;
+		}
+		pi.sendMessage({ customType: MSG_CHECK, content: reports.map(checkText).join("\n\n"), display: true, details: reports });
+	}
+
+	/** A person's dispatch: live tail in a widget, Esc cancels, the result lands as a message. */
+	async function personDispatch(
+		req: { agent: string; task: string; model?: string; effort?: string; scope?: string },
+		ctx: ExtensionContext,
+	): Promise<void> {
+		const p: DispatchParams = { ...req, cwd: ctx.cwd };
+		const bin = binaryOrSay(ctx);
+		if (!bin) return;
+		const widgetKey = `dispatch-${Date.now()}`;
+		const abort = new AbortController();
+		let live: Text | undefined;
+		let requestRender: (() => void) | undefined;
+		let widgetTheme: Theme | undefined;
+		const callArgs: CallArgs = { agent: p.agent, task: p.task, model: p.model, effort: p.effort };
+		const liveText = (d: DispatchDetails | undefined, theme: Theme) => {
+			const lines = callLines(callArgs, d?.identity, theme, "/dispatch");
+			if (d) lines.push(...runningLines(d, theme));
+			lines.push(theme.fg("dim", "Esc cancels"));
+			return lines.join("\n");
+		};
+		let stopInput: (() => void) | undefined;
+		if (ctx.mode === "tui") {
+			ctx.ui.setWidget(widgetKey, (tui, theme) => {
+				widgetTheme = theme;
+				requestRender = () => tui.requestRender();
+				live = new Text(liveText(undefined, theme), 0, 0);
+				return live;
+			});
+			stopInput = ctx.ui.onTerminalInput((data) => {
+				if (data === "\u001b") {
+					abort.abort();
+					return { consume: true };
+				}
+				return undefined;
+			});
+		}
+		let outcome: Outcome;
+		try {
+			const run = startDispatch(bin, p, {
+				signal: abort.signal,
+				registry: host.registry,
+				onProgress: (progress) => {
+					const d = runningDetails(p, progress);
+					if (live && widgetTheme) {
+						live.setText(liveText(d, widgetTheme));
+						requestRender?.();
+					} else if (ctx.hasUI && ctx.mode !== "tui") {
+						ctx.ui.setWidget(widgetKey, [progressText(d)]);
+					}
+				},
+			});
+			outcome = await run.done;
+		} finally {
+			stopInput?.();
+			if (ctx.hasUI) ctx.ui.setWidget(widgetKey, undefined);
+		}
+		const d = finalDetails(p, outcome);
+		pi.sendMessage({ customType: MSG_RESULT, content: modelText(d, outcome), display: true, details: d });
+	}
 }

@@ -1,11 +1,12 @@
 /**
  * What a dispatch leaves behind in Pi: the `details` record (for renderers, the `tool_result`
  * error patch, and anyone reading the session file), the model-facing text, and Pi usage.
- * Pure functions over bridge snapshots; no Pi imports.
+ * Pure functions over dispatch snapshots and outcomes; no Pi imports.
  */
 
-import type { ActivityItem, DispatchParams, Outcome, Progress } from "./bridge.ts";
-import { type ExitInfo, type Failure, type Identity, type PiUsage, toPiUsage } from "./protocol.ts";
+import type { ActivityItem } from "./activity.ts";
+import type { DispatchParams, Outcome, Progress } from "./dispatch.ts";
+import { type ExitInfo, type Failure, type Identity, type PiUsage, pendingIdentity, settle, toPiUsage } from "./protocol.ts";
 
 /** Activity items kept in `details` (the renderer shows fewer). */
 const DETAILS_ACTIVITY = 8;
@@ -85,10 +86,21 @@ export function runningDetails(params: DispatchParams, p: Progress): DispatchDet
 	};
 }
 
-/** At the end of a run, what was never confirmed was not reported (D13). */
-export function settle(id: Identity): Identity {
-	const s = (r: Identity["confirmed"]["model"]) => (r.state === "pending" ? { state: "not-reported" as const } : r);
-	return { ...id, confirmed: { model: s(id.confirmed.model), effort: s(id.confirmed.effort) } };
+/** No binary was found: nothing ran, so nothing was confirmed or used. */
+export function notFoundDetails(params: DispatchParams, message: string): DispatchDetails {
+	const identity = settle(pendingIdentity(params.agent, params.model, params.effort));
+	const nothing: Progress = { identity, activity: [], eventCount: 0, sessionId: null, program: null, started: false, elapsedMs: 0 };
+	return {
+		...runningDetails(params, nothing),
+		status: "failed",
+		failure: { kind: "dispatcher-not-found", message },
+		durationMs: 0,
+	};
+}
+
+/** A `details` record, as read back from a tool result or a message (anything may be there). */
+export function isDetails(d: unknown): d is DispatchDetails {
+	return typeof d === "object" && d !== null && (d as DispatchDetails).v === 1 && typeof (d as DispatchDetails).agent === "string";
 }
 
 export function finalDetails(params: DispatchParams, o: Outcome): DispatchDetails {
@@ -97,11 +109,13 @@ export function finalDetails(params: DispatchParams, o: Outcome): DispatchDetail
 	if (o.synthesized && o.dispatcherStderr.trim()) {
 		stderrTail = stderrTail ? `${stderrTail}\n${o.dispatcherStderr}` : o.dispatcherStderr;
 	}
-	const failure: Failure | null = r.ok ? null : (r.failure ?? { kind: "unknown", message: "the dispatch failed" });
+	const failure: Failure | null = r.ok
+		? null
+		: (r.failure ?? { kind: "dispatcher-failed", message: "agent-dispatch reported a failure without saying why" });
 	return {
 		...base(params),
 		status: r.ok ? "succeeded" : "failed",
-		identity: settle(r.identity),
+		identity: r.identity,
 		failure,
 		activity: o.activity.slice(-DETAILS_ACTIVITY),
 		eventCount: o.eventCount,

@@ -1,8 +1,10 @@
 /**
  * The versioned JSONL protocol `agent-dispatch run` writes on stdout, mirrored as TypeScript types.
  *
- * Source of truth: the engine's `src/contract.rs` and `src/protocol.rs`. Nothing here knows about a
- * particular agent CLI: agents are plain ids reported by `agent-dispatch agents --json`.
+ * Source of truth: the engine's `src/contract.rs` and `src/protocol.rs`, published as
+ * `docs/protocol.schema.json`; `test/protocol.test.ts` holds these types to that schema (every
+ * field, whether it is required, every enum). Nothing here knows about a particular agent CLI:
+ * agents are plain ids reported by `agent-dispatch agents --json`.
  */
 
 /** The protocol version this extension speaks. A line with another version is refused. */
@@ -22,6 +24,7 @@ export interface Identity {
 
 export type CommandStatus = "started" | "completed" | "failed" | "declined";
 export type ActivityKind = "reasoning" | "plan" | "file-change" | "tool";
+export type NoticeLevel = "info" | "warning";
 
 export type StreamEvent =
 	| { type: "text"; text: string }
@@ -35,7 +38,7 @@ export type StreamEvent =
 	  }
 	| { type: "activity"; kind: ActivityKind; text: string }
 	| { type: "metadata"; sessionId?: string; model?: string; effort?: string }
-	| { type: "notice"; level: "info" | "warning"; message: string }
+	| { type: "notice"; level: NoticeLevel; message: string }
 	| { type: "error"; message: string }
 	| { type: "done"; success: boolean };
 
@@ -49,9 +52,25 @@ export interface ProtocolUsage {
 	costUsd?: number;
 }
 
+/** Why the binary says a dispatch did not succeed (stable, kebab-case). */
+export type FailureKind =
+	| "invalid-request"
+	| "unsupported-agent"
+	| "not-installed"
+	| "spawn-failed"
+	| "read-only-unavailable"
+	| "nonzero-exit"
+	| "signal"
+	| "error-envelope"
+	| "malformed-stream"
+	| "incomplete-stream"
+	| "cancelled";
+
+/** Kinds only the extension reports: the binary could not be found, or started, or understood. */
+export type ExtensionFailureKind = "dispatcher-not-found" | "dispatcher-failed";
+
 export interface Failure {
-	/** Stable kebab-case kind, e.g. `error-envelope`, `cancelled`, `not-installed`. */
-	kind: string;
+	kind: FailureKind | ExtensionFailureKind;
 	message: string;
 }
 
@@ -108,7 +127,7 @@ export interface ModelCatalogue {
 	}[];
 }
 
-/** `agent-dispatch check --json`: one report per agent (see src/selftest/check.rs). */
+/** `agent-dispatch check --json`: one report per agent (see src/readonly/report.rs). */
 export interface CheckReport {
 	agent: string;
 	passed: boolean;
@@ -177,6 +196,16 @@ export function parseLine(raw: string): Line | undefined {
 		);
 	}
 	return obj as Line;
+}
+
+/**
+ * At the end of a run, what was never confirmed was not reported (design D13) — the engine's
+ * `Reported::settle`. The binary settles the identity of a run it started; a result the extension
+ * makes up, or an early refusal, still carries `pending` and is settled with this.
+ */
+export function settle(id: Identity): Identity {
+	const s = (r: Reported): Reported => (r.state === "pending" ? { state: "not-reported" } : r);
+	return { ...id, confirmed: { model: s(id.confirmed.model), effort: s(id.confirmed.effort) } };
 }
 
 /** The identity before anything was started: requested values, nothing confirmed yet. */

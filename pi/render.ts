@@ -1,5 +1,5 @@
 /**
- * Presentation (design D9, D13) as plain strings, so it is tested without a terminal. `index.ts`
+ * Presentation (design D9, D13) as plain strings, so it is tested without a terminal. `view.ts`
  * wraps these lines in pi-tui components; the `/dispatch` command and the tool share them.
  *
  * - call row: agent, requested model/effort (or `CLI default`), and the confirmation state;
@@ -9,7 +9,7 @@
  *   failure its kind and diagnostics.
  */
 
-import type { ActivityItem } from "./bridge.ts";
+import type { ActivityItem } from "./activity.ts";
 import type { DispatchDetails } from "./details.ts";
 import type { Identity, PiUsage, Reported } from "./protocol.ts";
 

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -54,6 +54,8 @@ pub struct Capabilities {
     pub reports_effort: bool,
     /// Effort levels the CLI accepts, when it has a fixed list.
     pub efforts: Vec<String>,
+    /// How often the CLI's stream reports usage, which is how soon a token budget can trip.
+    pub usage_reports: UsageReports,
     /// What enforces read-only: the CLI's own sandbox, or the dispatcher's wall.
     pub read_only_by: ReadOnlyBy,
 }
@@ -82,6 +84,19 @@ impl std::fmt::Display for ReadOnlyBy {
             }
         }
     }
+}
+
+/// When a CLI reports token usage in its stream (a budget is enforced at the first report over
+/// it, so this is how far past the budget a run can go).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UsageReports {
+    /// After every model message.
+    PerMessage,
+    /// Only when a turn ends (for a one-turn dispatch: at the end).
+    PerTurn,
+    /// Never: a token budget cannot be enforced.
+    None,
 }
 
 /// One entry of a model catalogue.
@@ -230,4 +245,37 @@ pub trait Adapter: Send + Sync {
     fn sandbox_stubs(&self) -> &'static [SandboxStub] {
         &[]
     }
+
+    /// The files that decide what a launch of `program` (as found on `PATH`) from `parent_env`
+    /// enforces, besides `program` itself: the native binary behind a launcher script, the
+    /// sandbox helpers as the CLI will resolve them, the configuration it reads at launch. The
+    /// read-only check's record is keyed on them, so changing one runs the check again. Cheap:
+    /// stats and small reads, never a subprocess. Default: none.
+    fn enforcing_files(&self, _program: &Path, _parent_env: &Env) -> Vec<EnforcingFile> {
+        Vec::new()
+    }
+}
+
+/// A file that decides what a launch enforces (see [`Adapter::enforcing_files`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnforcingFile {
+    pub role: FileRole,
+    pub path: PathBuf,
+}
+
+/// Why a file is in the read-only check's record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileRole {
+    /// The CLI as found on `PATH` (an npm shim, a wrapper, or the native binary itself).
+    Cli,
+    /// The native binary that applies the sandbox (what an npm shim starts).
+    NativeCli,
+    /// An interpreter the CLI's launcher script runs under (`node` for an npm shim).
+    Interpreter,
+    /// A program the sandbox is made of (`bwrap`, `socat`), as the CLI will resolve it.
+    SandboxHelper,
+    /// Configuration read at launch (the user's, a profile, the machine's managed settings);
+    /// a missing file counts too, since creating it changes the launch.
+    Config,
 }

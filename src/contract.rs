@@ -62,6 +62,9 @@ pub enum StreamEvent {
     Error { message: String },
     /// A recognised terminal envelope was parsed (not merely: stdout closed).
     Done { success: bool },
+    /// The usage the CLI has reported so far in this run, counted once (a running total, not a
+    /// delta). Token budgets are enforced on these.
+    Usage { usage: Usage },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -184,6 +187,10 @@ pub enum FailureKind {
     MalformedStream,
     IncompleteStream,
     Cancelled,
+    /// The dispatch's wall-clock limit passed; the tree was stopped as on a cancel.
+    Timeout,
+    /// The agent reported more tokens than the dispatch's budget; stopped as on a cancel.
+    BudgetExceeded,
 }
 
 impl FailureKind {
@@ -200,6 +207,8 @@ impl FailureKind {
             FailureKind::MalformedStream => "malformed-stream",
             FailureKind::IncompleteStream => "incomplete-stream",
             FailureKind::Cancelled => "cancelled",
+            FailureKind::Timeout => "timeout",
+            FailureKind::BudgetExceeded => "budget-exceeded",
         }
     }
 }

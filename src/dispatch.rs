@@ -2,7 +2,8 @@
 //! through it, the MCP server, background jobs).
 //!
 //! validate → find the CLI → read-only gate (a passing check on record, else run the check
-//! first; or the deliberate bypass) → [`runner::run`]. The runner knows nothing of the gate, and
+//! first; or the deliberate bypass) → [`runner::run`], all inside the dispatch's limits
+//! ([`crate::limits`]: time and tokens). The runner knows nothing of the gate, and
 //! the check calls the runner directly, so there is no recursion between them.
 
 use std::time::Instant;
@@ -13,6 +14,7 @@ use crate::adapter::Env;
 use crate::contract::{
     DispatchRequest, DispatchResult, Failure, FailureKind, Identity, NoticeLevel, StreamEvent,
 };
+use crate::limits::{Enforcer, Limits};
 use crate::loopback::ModelEndpoint;
 use crate::readonly::gate::{self, GatePolicy};
 use crate::request::{self, ValidRequest};
@@ -28,6 +30,8 @@ pub struct DispatchOptions {
     pub endpoint: Option<ModelEndpoint>,
     /// Whether a passing read-only check must be on record before the CLI runs.
     pub gate: GatePolicy,
+    /// Time and token limits (default: none; faces resolve the user's with [`Limits::from_env`]).
+    pub limits: Limits,
 }
 
 /// Validate, then dispatch. Events go to `sink` as they arrive; exactly one result comes back.
@@ -56,9 +60,28 @@ pub async fn dispatch_valid(
     sink: &mut (dyn FnMut(StreamEvent) + Send),
 ) -> DispatchResult {
     let started = Instant::now();
-    let adapter = req.adapter;
     let bypassed = opts.gate == GatePolicy::Bypass;
-    let mut result = match gated(req, opts, supervisor, cancel.clone(), sink).await {
+    // The limits are a layer around the whole dispatch (the check included): the run gets a
+    // child token that a limit cancels, and the result names the limit.
+    let enforcer = Enforcer::new(opts.limits, &cancel);
+    let mut limited = enforcer.sink(sink);
+    let run = unlimited(req, opts, supervisor, enforcer.token(), &mut limited);
+    let mut result = enforcer.run(run).await;
+    result.duration_ms = started.elapsed().as_millis() as u64;
+    result.check_bypassed = bypassed;
+    result
+}
+
+/// Gate, then run: one result.
+async fn unlimited(
+    req: &ValidRequest,
+    opts: &DispatchOptions,
+    supervisor: &Supervisor,
+    cancel: CancellationToken,
+    sink: &mut (dyn FnMut(StreamEvent) + Send),
+) -> DispatchResult {
+    let adapter = req.adapter;
+    match gated(req, opts, supervisor, cancel.clone(), sink).await {
         Ok(program) => {
             runner::run(
                 req,
@@ -75,10 +98,7 @@ pub async fn dispatch_valid(
             Identity::requested(adapter.id(), req.model.as_deref(), req.effort.as_deref()),
             f,
         ),
-    };
-    result.duration_ms = started.elapsed().as_millis() as u64;
-    result.check_bypassed = bypassed;
-    result
+    }
 }
 
 /// Everything before the runner: the CLI must be able to run read-only, be installed, and have

@@ -2,7 +2,8 @@
 //! environment through. What a CLI needs to run and to authenticate is named; everything else —
 //! bespoke secrets, other vendors' keys — stays behind.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
 
 use crate::adapter::Env;
 
@@ -64,8 +65,27 @@ pub fn allowlisted(parent: &Env, extra: &[EnvRule], deny: &[&str]) -> Vec<(OsStr
             let Some(name) = k.to_str() else { return false };
             !deny.contains(&name) && (allowed(BASE_ALLOWLIST, name) || allowed(extra, name))
         })
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .map(|(k, v)| {
+            // The child's own lookups (its shell, its sandbox helpers) never resolve against
+            // the repository it runs in: relative `PATH` entries are dropped.
+            let v = if k == "PATH" {
+                std::env::join_paths(absolute_path_entries(Some(v))).unwrap_or_default()
+            } else {
+                v.clone()
+            };
+            (k.clone(), v)
+        })
         .collect()
+}
+
+/// The absolute entries of a `PATH` value, in order.
+pub fn absolute_path_entries(path: Option<&OsStr>) -> Vec<PathBuf> {
+    path.map(|p| {
+        std::env::split_paths(p)
+            .filter(|d| d.is_absolute())
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 /// An [`Env`] from name/value pairs (tests, and callers that build an environment by hand).
@@ -99,6 +119,12 @@ mod tests {
         let got = allowlisted(&parent, &["CODEX_*"], &[]);
         let names: Vec<_> = got.iter().map(|(k, _)| k.to_str().unwrap()).collect();
         assert_eq!(names, ["CODEX_HOME", "LC_ALL", "PATH"]);
+    }
+
+    #[test]
+    fn the_childs_path_keeps_only_absolute_entries() {
+        let got = allowlisted(&env(&[("PATH", ".:bin:/usr/bin::/bin")]), &[], &[]);
+        assert_eq!(got, [("PATH".into(), "/usr/bin:/bin".into())]);
     }
 
     #[test]

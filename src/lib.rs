@@ -5,9 +5,11 @@
 //!   [`secrets`] (the shared deny list), [`prompt`], [`text`], [`loopback`] (test/check HTTP servers);
 //! - [`supervise`]: process groups, cleanup, lifeline (the only place that talks to the OS);
 //! - [`adapter`]: the per-CLI contract; [`adapters`]: one folder per CLI and the registry;
-//! - [`request`] (validation), [`program`] (finding a CLI), [`tree_guard`];
+//! - [`request`] (validation), [`program`] (finding a CLI), [`launcher`] (what a shim runs),
+//!   [`tree_guard`];
 //! - [`runner`]: run one launch and classify it;
-//! - [`readonly`]: the check and the gate; [`dispatch`]: the service every face calls;
+//! - [`readonly`]: the check and the gate; [`limits`] (time and tokens);
+//!   [`dispatch`]: the service every face calls; [`jobs`] (background dispatches);
 //! - [`protocol`]: the versioned JSONL the CLI writes.
 
 pub mod adapter;
@@ -16,7 +18,10 @@ pub mod contract;
 pub mod dispatch;
 pub mod env;
 pub mod git;
+pub mod jobs;
 pub mod launch;
+pub mod launcher;
+pub mod limits;
 pub mod loopback;
 pub mod program;
 pub mod prompt;

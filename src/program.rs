@@ -19,19 +19,10 @@ use crate::supervise::Supervisor;
 /// A CLI that does not print its version within this long is treated as broken.
 const VERSION_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The absolute entries of a `PATH` value, in order.
-pub fn absolute_path_entries(path: Option<&OsStr>) -> Vec<PathBuf> {
-    path.map(|p| {
-        std::env::split_paths(p)
-            .filter(|d| d.is_absolute())
-            .collect()
-    })
-    .unwrap_or_default()
-}
-
 /// Find `program` in the absolute entries of the environment's `PATH`.
 pub fn find_on_path(program: &str, env: &Env) -> Option<PathBuf> {
-    let dirs = absolute_path_entries(env.get(OsStr::new("PATH")).map(OsString::as_os_str));
+    let dirs =
+        crate::env::absolute_path_entries(env.get(OsStr::new("PATH")).map(OsString::as_os_str));
     let joined = std::env::join_paths(dirs).ok()?;
     which::which_in(program, Some(joined), Path::new("/")).ok()
 }
@@ -104,7 +95,10 @@ mod tests {
         let rel = dir.path().strip_prefix("/").unwrap().join("bin");
         let env = |p: String| Env::from([(OsString::from("PATH"), OsString::from(p))]);
         // Relative entries (which would resolve against the repository) are never searched.
-        let entries = absolute_path_entries(Some(OsStr::new(&format!("bin::.:{}", rel.display()))));
+        let entries = crate::env::absolute_path_entries(Some(OsStr::new(&format!(
+            "bin::.:{}",
+            rel.display()
+        ))));
         assert!(entries.is_empty(), "{entries:?}");
         assert_eq!(
             find_on_path("planted-cli", &env(format!("{}:.", rel.display()))),

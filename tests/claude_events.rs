@@ -223,6 +223,14 @@ fn usage_is_counted_once_per_message_id_without_a_result() {
     ]
     .join("\n");
     let (events, o) = run(&text);
+    let totals: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Usage { usage } => Some(usage.output),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(totals, [1, 20, 50], "running totals, each message id once");
     let cmds = commands(&events);
     assert_eq!(
         cmds[1],
@@ -338,6 +346,11 @@ fn long_output_keeps_a_bounded_tail_and_shell_exit_codes() {
     ]
     .join("\n");
     let (events, _) = run(&text);
+    // Usage events (the running totals budgets watch) are not what this test is about.
+    let events: Vec<_> = events
+        .into_iter()
+        .filter(|e| !matches!(e, StreamEvent::Usage { .. }))
+        .collect();
     match &events[2] {
         StreamEvent::Command {
             command,

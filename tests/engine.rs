@@ -64,6 +64,7 @@ async fn run_hooked(
         parent_env: env_with_fake_path(&tag),
         endpoint: None,
         gate: agent_dispatch::readonly::gate::GatePolicy::Bypass,
+        limits: Default::default(),
     };
     let mut events = Vec::new();
     let result = {
@@ -475,6 +476,7 @@ async fn a_panicking_parser_still_ends_in_cleanup() {
             parent_env: env_with_fake_path(&tag),
             endpoint: None,
             gate: agent_dispatch::readonly::gate::GatePolicy::Bypass,
+            limits: Default::default(),
         };
         let mut sink = |_e| {};
         dispatch_valid(
@@ -502,6 +504,7 @@ async fn a_panicking_event_callback_still_ends_in_cleanup() {
         parent_env: env_with_fake_path(&tag),
         endpoint: None,
         gate: agent_dispatch::readonly::gate::GatePolicy::Bypass,
+        limits: Default::default(),
     };
     let res = std::panic::AssertUnwindSafe(async {
         let mut sink = |e: StreamEvent| {

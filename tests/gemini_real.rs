@@ -643,6 +643,7 @@ async fn a_repository_dotenv_cannot_redirect_the_model_traffic() {
         parent_env: d.parent_env.clone(),
         endpoint: None,
         gate: agent_dispatch::readonly::gate::GatePolicy::Bypass,
+        limits: Default::default(),
     };
     let cancel = CancellationToken::new();
     let stop = cancel.clone();

@@ -117,6 +117,7 @@ async fn every_line_of_real_runs_matches_the_schema() {
             parent_env: support::env_with_fake_path(&tag),
             endpoint: None,
             gate: agent_dispatch::readonly::gate::GatePolicy::Bypass,
+            limits: Default::default(),
         };
         let mut lines = vec![Line::started(
             Identity::requested("test", Some("m"), None),

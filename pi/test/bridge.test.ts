@@ -1,6 +1,8 @@
 /**
- * The bridge against the real `agent-dispatch` binary and the fake agent CLI: spawning, protocol
- * parsing, coalesced progress, abort, lifeline, shutdown, and failures the binary cannot report.
+ * The bridge to the binary (`dispatch.ts`, `process.ts`, `captured.ts`, `discovery.ts`,
+ * `coalesce.ts`) against the real `agent-dispatch` binary and the fake agent CLI: spawning,
+ * protocol parsing, coalesced progress, abort, lifeline, shutdown, and failures the binary cannot
+ * report.
  */
 
 import assert from "node:assert/strict";
@@ -9,16 +11,12 @@ import { chmodSync, existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test, type TestContext } from "node:test";
 
-import {
-	Coalescer,
-	listAgents,
-	listModels,
-	type Outcome,
-	ProcessRegistry,
-	type Progress,
-	type RunningDispatch,
-	startDispatch,
-} from "../bridge.ts";
+import { Coalescer } from "../coalesce.ts";
+import { runCaptured } from "../captured.ts";
+import { listAgents, listModels } from "../discovery.ts";
+import { type Outcome, type Progress, type RunningDispatch, startDispatch } from "../dispatch.ts";
+import { ProcessRegistry } from "../process.ts";
+import { finalDetails } from "../details.ts";
 import { toPiUsage } from "../protocol.ts";
 import {
 	alive,
@@ -121,6 +119,20 @@ describe("bridge against the real binary", { concurrency: true }, () => {
 		assert.equal(o.result.failure?.kind, "nonzero-exit");
 		assert.ok(o.result.usage && o.result.usage.output === 40, JSON.stringify(o.result.usage));
 		assert.match(o.result.stderrTail, /fatal: boom/);
+	});
+
+	test("pending at the end means not reported (never a guessed value), also for a refusal before start", async (t) => {
+		const { dir, env, reg } = setup(t, "settled");
+		const params = { agent: "no-such-agent", task: "t", model: "m", cwd: dir };
+		const o = await startDispatch(BIN, params, { env, registry: reg }).done;
+		assert.equal(o.synthesized, false, "the binary's own result line");
+		assert.equal(o.result.failure?.kind, "unsupported-agent");
+		const notReported = { model: { state: "not-reported" }, effort: { state: "not-reported" } };
+		assert.deepEqual(o.result.identity.confirmed, notReported);
+		assert.equal(o.result.identity.requested.model, "m");
+		const d = finalDetails(params, o);
+		assert.deepEqual(d.identity.confirmed, notReported);
+		assert.equal(d.identity.requested.model, "m");
 	});
 
 	test("abort mid-run: SIGTERM to the binary, its own cancelled result line, nothing survives", async (t) => {
@@ -396,6 +408,26 @@ describe("discovery", () => {
 		const cat = await listModels(BIN, FAKE_AGENT, { env: dispatchEnv() });
 		assert.ok(cat.models.some((m) => m.slug === "gpt-fake-1"));
 		await assert.rejects(listModels(BIN, "no-such-agent", { env: dispatchEnv() }), /unknown agent/);
+	});
+});
+
+describe("captured runs", () => {
+	test("shutdown stops a captured run with SIGINT (what `check` cancels on) and waits for it", async () => {
+		const dir = scratch("captured-stop");
+		const ready = join(dir, "ready");
+		const bin = join(dir, "agent-dispatch");
+		writeFileSync(bin, `#!/bin/sh\ntrap 'echo stopped-by-int; exit 130' INT\ntouch '${ready}'\nwhile :; do sleep 0.1; done\n`);
+		chmodSync(bin, 0o755);
+		const reg = new ProcessRegistry();
+		const run = runCaptured(bin, ["check", "--json"], { registry: reg });
+		await pollUntil(() => existsSync(ready), 5000, "the stand-in to set its trap");
+		assert.equal(reg.size, 1);
+		await reg.shutdown();
+		assert.equal(reg.size, 0, "shutdown waited for it");
+		const r = await run;
+		assert.equal(r.code, 130);
+		assert.match(r.stdout, /stopped-by-int/);
+		await assert.rejects(runCaptured(bin, ["agents"], { registry: reg }), /shutting down/);
 	});
 });
 

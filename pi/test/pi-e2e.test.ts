@@ -85,6 +85,12 @@ describe("pi --mode json", { concurrency: true }, () => {
 			assert.deepEqual(r.details.identity.confirmed, { model: { state: "not-reported" }, effort: { state: "not-reported" } });
 			assert.ok(r.details.sessionId.startsWith("fake-thread-"));
 			assert.ok(r.details.activity.some((a: any) => a.kind === "command" && a.status === "completed"));
+			// The model saw the tool's typed parameters, `agent` narrowed to the ids the binary lists.
+			const schema = srv.requests[0]!.tools?.find((t) => t.function?.name === "dispatch")?.function?.parameters as any;
+			assert.deepEqual(schema.required, ["agent", "task"]);
+			assert.deepEqual(Object.keys(schema.properties), ["agent", "task", "scope", "model", "effort", "cwd"]);
+			assert.equal(schema.properties.agent.type, "string");
+			assert.ok(schema.properties.agent.enum.includes(FAKE_AGENT), JSON.stringify(schema.properties.agent));
 			// The model's next request carried the full answer as the tool result.
 			const fed = toolResultsIn(srv.requests[1]!);
 			assert.match(JSON.stringify(fed), /FAKE_ANSWER: looks fine\./);

@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import type { ActivityItem, Outcome, Progress } from "../bridge.ts";
+import type { ActivityItem } from "../activity.ts";
+import type { Outcome, Progress } from "../dispatch.ts";
 import { finalDetails, modelText, runningDetails } from "../details.ts";
 import { type DispatchResult, type Identity, pendingIdentity, toPiUsage } from "../protocol.ts";
 import { callLines, expandedView, type KeyHint, plainTheme, runningLines, summaryLines } from "../render.ts";
@@ -204,13 +205,6 @@ describe("what the model and the session get", () => {
 		assert.match(text, /Partial answer:\nhalf an answer/);
 		assert.match(text, /Diagnostics \(stderr tail\):\ntrace line/);
 		assert.equal(d.usage?.totalTokens, 1790);
-	});
-
-	test("pending at the end means not reported (never a guessed value)", () => {
-		const o = outcome({ identity: pendingIdentity("agent-a", "m") });
-		const d = finalDetails(params, o);
-		assert.deepEqual(d.identity.confirmed, { model: { state: "not-reported" }, effort: { state: "not-reported" } });
-		assert.equal(d.identity.requested.model, "m");
 	});
 
 	test("no usage reported: none invented", () => {

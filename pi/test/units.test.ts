@@ -8,7 +8,7 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "
 import { join } from "node:path";
 import { describe, test } from "node:test";
 
-import { parseDispatchArgs } from "../command.ts";
+import { parseDispatchArgs } from "../command-args.ts";
 import { BinaryNotFoundError, locateBinary } from "../locate.ts";
 import { REPO, scratch } from "./support/env.ts";
 
@@ -92,22 +92,31 @@ describe("finding the binary", () => {
 	});
 });
 
-describe("no agent names in the extension", () => {
+/** Lines of the extension's own files (tests excluded) that match `re`. */
+function extensionLines(re: RegExp): string[] {
+	const dir = join(REPO, "pi");
+	const files = readdirSync(dir, { recursive: true, withFileTypes: true })
+		.filter((e) => e.isFile() && /\.(ts|js|mjs|json)$/.test(e.name))
+		.map((e) => join(e.parentPath, e.name))
+		.filter((p) => !p.startsWith(join(dir, "test")));
+	assert.ok(files.length >= 6, `scanned ${files.length} files`);
+	const hits: string[] = [];
+	for (const f of files) {
+		readFileSync(f, "utf8")
+			.split("\n")
+			.forEach((line, i) => {
+				if (re.test(line)) hits.push(`${f}:${i + 1}: ${line.trim()}`);
+			});
+	}
+	return hits;
+}
+
+describe("what the extension leaves to the binary", () => {
 	test("pi/*.ts (tests excluded) never mentions a particular agent CLI", () => {
-		const dir = join(REPO, "pi");
-		const files = readdirSync(dir, { recursive: true, withFileTypes: true })
-			.filter((e) => e.isFile() && /\.(ts|js|mjs|json)$/.test(e.name))
-			.map((e) => join(e.parentPath, e.name))
-			.filter((p) => !p.startsWith(join(dir, "test")));
-		assert.ok(files.length >= 6, `scanned ${files.length} files`);
-		const hits: string[] = [];
-		for (const f of files) {
-			readFileSync(f, "utf8")
-				.split("\n")
-				.forEach((line, i) => {
-					if (/codex|claude/i.test(line)) hits.push(`${f}:${i + 1}: ${line.trim()}`);
-				});
-		}
-		assert.deepEqual(hits, []);
+		assert.deepEqual(extensionLines(/codex|claude/i), []);
+	});
+
+	test("pi/*.ts never walks /proc: the binary cleans up its own process tree", () => {
+		assert.deepEqual(extensionLines(/\/proc\b/), []);
 	});
 });

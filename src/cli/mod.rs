@@ -3,6 +3,7 @@
 
 mod agents;
 mod check;
+mod jobs;
 mod models;
 mod run;
 
@@ -41,6 +42,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Background jobs (`run --background`): list them, or show, wait, logs, cancel, prune.
+    Jobs(jobs::JobsArgs),
     /// List an agent's model catalogue (read live from the CLI).
     Models {
         /// Agent id, as listed by `agents`.
@@ -73,8 +76,18 @@ pub struct RunArgs {
     #[arg(long, conflicts_with = "task")]
     task_file: Option<PathBuf>,
     /// Treat end-of-file on stdin as "the caller died": cancel and clean up.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "background")]
     lifeline: bool,
+    /// Wall-clock limit (`90s`, `15m`, `1h`; `off` for none). Default: $AGENT_DISPATCH_TIMEOUT,
+    /// else 30m. Past it the run fails with `timeout`.
+    #[arg(long)]
+    timeout: Option<String>,
+    /// Token budget: the run fails with `budget-exceeded` at the first usage report over it.
+    #[arg(long)]
+    max_tokens: Option<u64>,
+    /// Start the dispatch as a background job: print `{"type":"job","id":…}` and return at once.
+    #[arg(long)]
+    background: bool,
     /// The task, after `--`.
     #[arg(last = true)]
     task: Vec<String>,
@@ -86,5 +99,6 @@ pub async fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Agents { json } => agents::agents(json).await,
         Command::Models { agent, json } => models::models(&agent, json).await,
         Command::Check { agents, json } => check::check(&agents, json).await,
+        Command::Jobs(args) => jobs::jobs(args).await,
     }
 }

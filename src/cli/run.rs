@@ -6,8 +6,11 @@ use std::process::ExitCode;
 use agent_dispatch::contract::Identity;
 use agent_dispatch::contract::{DispatchRequest, DispatchResult, Failure, FailureKind};
 use agent_dispatch::dispatch::{self, DispatchOptions};
+use agent_dispatch::jobs::{self, JobLine, JobSpec};
+use agent_dispatch::limits::Limits;
 use agent_dispatch::protocol::{Line, Writer};
 use agent_dispatch::readonly::gate;
+use agent_dispatch::request::ValidRequest;
 use agent_dispatch::supervise::{Supervisor, lifeline, unix};
 use agent_dispatch::{env, request};
 use tokio::signal::unix::{SignalKind, signal};
@@ -71,10 +74,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Ok(c) => c,
         Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
     };
+    let limits = match Limits::from_env(args.timeout.as_deref(), args.max_tokens, &parent_env) {
+        Ok(l) => l,
+        Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
+    };
+    if args.background {
+        return background(&valid, &req.task, limits);
+    }
     let opts = DispatchOptions {
         parent_env,
         endpoint: None,
         gate,
+        limits,
     };
     let program = agent_dispatch::program::resolve_program(valid.adapter, &opts.parent_env)
         .map(|p| p.display().to_string())
@@ -96,6 +107,30 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Belt and braces: nothing this process started outlives it.
     supervisor.shutdown().await;
     finish(&mut out, result)
+}
+
+/// Hand a validated dispatch to a detached worker and print its job line. Nothing else is
+/// printed: the dispatch's own lines go to the job store (`jobs logs`, `jobs wait`).
+fn background(valid: &ValidRequest, task: &str, limits: Limits) -> anyhow::Result<ExitCode> {
+    let store = super::jobs::open_store()?;
+    let spec = JobSpec {
+        id: String::new(),
+        agent: valid.adapter.id().to_owned(),
+        cwd: valid.cwd.clone(),
+        model: valid.model.clone(),
+        effort: valid.effort.clone(),
+        scope: valid.scope.clone(),
+        limits,
+        created_at: jobs::store::now_ms(),
+    };
+    let program = std::env::current_exe()?;
+    let id = jobs::submit(&store, spec, task, &program)?;
+    let line = JobLine {
+        protocol: agent_dispatch::protocol::PROTOCOL_VERSION,
+        id: id.to_string(),
+    };
+    println!("{}", serde_json::to_string(&line)?);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Cancel on SIGTERM, SIGINT, SIGHUP, or lifeline EOF.

@@ -261,10 +261,9 @@ async fn run_check_inner(
     CheckReport {
         agent: id.to_owned(),
         passed: problems.is_empty(),
-        program: Some(key.program),
-        binary: Some(key.binary),
+        program: Some(key.program.clone()),
         version: Some(version),
-        config_hash: Some(key.config_hash),
+        covers: Some(key),
         launch_args,
         probes: reports,
         tree_identical: tree_changes.is_empty(),

@@ -1,6 +1,7 @@
-//! The read-only gate a dispatch passes before its CLI starts: a dispatch needs a passing check on record
-//! for this CLI (path and binary identity) and launch configuration; without one it runs the
-//! check first and refuses if it fails. Also the one deliberate, documented way past it.
+//! The read-only gate a dispatch passes before its CLI starts: a dispatch needs a passing check
+//! on record for this CLI, the files that enforce its sandbox and this launch (see
+//! [`record`]); without one it runs the check first and refuses if it fails. Also the one
+//! deliberate, documented way past it.
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -10,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::adapter::{Adapter, Env};
 use crate::contract::{Failure, FailureKind, NoticeLevel, StreamEvent};
 use crate::readonly::check::run_check;
-use crate::readonly::record::{self, CheckKey, CheckRecord, check_key};
+use crate::readonly::record::{self, CheckRecord, check_key};
 use crate::readonly::report::CheckReport;
 use crate::supervise::Supervisor;
 
@@ -23,42 +24,33 @@ pub async fn check_and_record(
 ) -> CheckReport {
     let report = run_check(adapter, parent_env, supervisor, cancel).await;
     if report.passed
-        && let (Some(dir), Some(program), Some(binary), Some(version), Some(config_hash)) = (
+        && let (Some(dir), Some(key), Some(version)) = (
             record::cache_dir(parent_env),
-            report.program.clone(),
-            report.binary.clone(),
+            report.covers.clone(),
             report.version.clone(),
-            report.config_hash.clone(),
         )
     {
-        {
-            let rec = CheckRecord {
-                key: CheckKey {
-                    agent: report.agent.clone(),
-                    program,
-                    binary,
-                    config_hash,
-                },
-                version,
-                checked_at: SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map(|d| d.as_secs())
-                    .unwrap_or_default(),
-                evidence: report
-                    .probes
-                    .iter()
-                    .map(|p| {
-                        format!(
-                            "{}: {}",
-                            p.probe.command,
-                            p.evidence.clone().unwrap_or_default()
-                        )
-                    })
-                    .collect(),
-            };
-            // A cache we cannot write only costs a re-check next time.
-            let _ = record::store(&dir, &rec);
-        }
+        let rec = CheckRecord {
+            key,
+            version,
+            checked_at: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or_default(),
+            evidence: report
+                .probes
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{}: {}",
+                        p.probe.command,
+                        p.evidence.clone().unwrap_or_default()
+                    )
+                })
+                .collect(),
+        };
+        // A cache we cannot write only costs a re-check next time.
+        let _ = record::store(&dir, &rec);
     }
     report
 }
@@ -75,18 +67,33 @@ pub async fn ensure_checked(
     sink: &mut (dyn FnMut(StreamEvent) + Send),
 ) -> Result<(), Failure> {
     let key = check_key(adapter, program, parent_env)?;
-    if let Some(dir) = record::cache_dir(parent_env)
-        && record::load(&dir, &key).is_some()
+    let dir = record::cache_dir(parent_env);
+    if let Some(dir) = &dir
+        && record::load(dir, &key).is_some()
     {
         return Ok(());
     }
-    sink(StreamEvent::Notice {
-        level: NoticeLevel::Info,
-        message: format!(
+    let changes = dir
+        .as_deref()
+        .and_then(|d| record::latest(d, &key.agent, &key.program))
+        .map(|old| key.changes_from(&old.key))
+        .unwrap_or_default();
+    let message = if changes.is_empty() {
+        format!(
             "First dispatch to {} at {} with this configuration: running the offline read-only check…",
             adapter.display_name(),
             key.program
-        ),
+        )
+    } else {
+        format!(
+            "Since {}'s last passing check, {}: running the offline read-only check again…",
+            adapter.display_name(),
+            changes.join("; ")
+        )
+    };
+    sink(StreamEvent::Notice {
+        level: NoticeLevel::Info,
+        message,
     });
     let report = check_and_record(adapter, parent_env, supervisor, cancel.clone()).await;
     if cancel.is_cancelled() {

@@ -1,9 +1,21 @@
-//! The record of a passed read-only check, per CLI path + version + launch-configuration hash,
-//! kept in the user's cache directory. The version is keyed through the binary file's identity
-//! (an upgrade replaces the file), so looking a record up costs a `stat`, not a process. Written atomically (temp file + rename); a record that
-//! cannot be read or parsed, or that names another binary, version or configuration, is treated
-//! as no record. Only passes are recorded: a failure is re-checked next time, since its cause
-//! (a missing bubblewrap, say) may have been fixed without changing anything we key on.
+//! The record of a passed read-only check, kept in the user's cache directory, and what it is
+//! keyed on.
+//!
+//! A record is reused only while everything that decides what a launch enforces is unchanged:
+//! - the CLI as found on `PATH`, and every file its adapter names as deciding the sandbox (the
+//!   native binary behind an npm shim, the shim's interpreter, `bwrap`/`socat` as the CLI will
+//!   resolve them, the configuration files read at launch), each by path and file identity
+//!   (device, inode, size, modification time), small files also by a hash of their contents,
+//!   and a missing file as missing;
+//! - the launch: program, argv and the child's complete environment, names *and* values, hashed
+//!   together (no value is stored);
+//! - the kernel release.
+//!
+//! Looking a record up costs `stat`s, reads and hashes of small files and one launch build — no
+//! process. Written atomically (temp file + rename); a record that cannot be read or parsed, or
+//! whose key differs in anything, is no record. Only passes are recorded: a failure is
+//! re-checked next time, since its cause (a missing bubblewrap, say) may have been fixed without
+//! changing anything keyed on.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,38 +23,177 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::adapter::{Adapter, Env, LaunchContext};
+use crate::adapter::{Adapter, Env, FileRole, LaunchContext};
 use crate::contract::{Failure, FailureKind};
+
+/// Files up to this size are also keyed by a hash of their contents (sandbox helpers,
+/// launcher scripts, configuration); larger ones (the CLIs' native binaries, hundreds of MB)
+/// by identity alone, so that a lookup stays cheap.
+pub const CONTENT_HASH_LIMIT: u64 = 1024 * 1024;
+
+/// What the record cannot see: a change here does not run the check again by itself.
+pub const NOT_COVERED: &[&str] = &[
+    "kernel settings and security modules (user namespaces, seccomp, AppArmor/SELinux policy)",
+    "shared libraries the binaries load, and files they read besides those listed",
+    "a binary larger than 1 MiB rewritten in place with its size and modification time kept",
+    "the repository under review: the check runs in a scratch repository, so that repository's \
+     own content and configuration are not part of it",
+];
 
 /// What a record is keyed on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckKey {
     pub agent: String,
-    /// Canonical path of the CLI binary.
+    /// Canonical path of the CLI as found on `PATH`.
     pub program: String,
-    /// The binary file's identity (device, inode, size, modification time): an upgrade or any
-    /// other change to the file invalidates the record, and it is read with one `stat`, so a
-    /// dispatch with a record on file starts no extra process.
-    pub binary: String,
-    /// Hash of the production launch configuration (see `check::launch_fingerprint`).
-    pub config_hash: String,
+    /// The CLI and every file that decides its sandbox, as they were when checked.
+    pub files: Vec<FileStamp>,
+    /// Hash of the launch: program, argv, and the child's environment (names and values).
+    pub launch_hash: String,
+    /// The names of the child's environment variables whose values `launch_hash` covers.
+    pub environment: Vec<String>,
+    /// The kernel release (`/proc/sys/kernel/osrelease`); empty where there is none.
+    pub kernel: String,
+}
+
+/// One file as the record saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileStamp {
+    pub role: FileRole,
+    pub path: String,
+    /// `None`: there was no such file (creating it changes the key).
+    pub identity: Option<FileIdentity>,
+}
+
+/// A file's identity (following links), read with one `stat`; small files also by content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileIdentity {
+    pub device: u64,
+    pub inode: u64,
+    pub size: u64,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub modified_ns: i128,
+    /// SHA-256 of the contents, for files up to [`CONTENT_HASH_LIMIT`] bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+impl FileStamp {
+    /// Stamp the file at `path` now.
+    pub fn take(role: FileRole, path: &Path) -> Self {
+        Self {
+            role,
+            path: path.display().to_string(),
+            identity: FileIdentity::of(path).ok(),
+        }
+    }
+
+    /// The role as it is spelled on the wire (`native-cli`, `sandbox-helper`, …).
+    pub fn role_name(&self) -> String {
+        serde_json::to_value(self.role)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
+    /// Device, inode, size, modification time (and the content hash's head), for reports.
+    pub fn describe(&self) -> String {
+        match &self.identity {
+            None => "absent".into(),
+            Some(i) => {
+                let mut s = format!(
+                    "device:inode {}:{}, {} bytes, mtime {}.{:09}",
+                    i.device,
+                    i.inode,
+                    i.size,
+                    i.modified_ns.div_euclid(1_000_000_000),
+                    i.modified_ns.rem_euclid(1_000_000_000)
+                );
+                if let Some(h) = &i.sha256 {
+                    s.push_str(&format!(", sha256 {}…", &h[..h.len().min(12)]));
+                }
+                s
+            }
+        }
+    }
+}
+
+impl FileIdentity {
+    pub fn of(path: &Path) -> std::io::Result<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path)?;
+        let sha256 = if m.is_file() && m.size() <= CONTENT_HASH_LIMIT {
+            Some(format!("{:x}", Sha256::digest(std::fs::read(path)?)))
+        } else {
+            None
+        };
+        Ok(Self {
+            device: m.dev(),
+            inode: m.ino(),
+            size: m.size(),
+            modified_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            sha256,
+        })
+    }
 }
 
 impl CheckKey {
-    /// The identity of the file at `program`, following links.
-    pub fn binary_identity(program: &Path) -> std::io::Result<String> {
-        use std::os::unix::fs::MetadataExt;
-        let m = std::fs::metadata(program)?;
-        Ok(format!(
-            "{}:{}:{}:{}.{}",
-            m.dev(),
-            m.ino(),
-            m.size(),
-            m.mtime(),
-            m.mtime_nsec()
-        ))
+    /// What differs from `old` (a record of the same CLI), in words, for the notice that says
+    /// why the check runs again. Values are never named: only that the launch changed.
+    pub fn changes_from(&self, old: &CheckKey) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.program != old.program {
+            out.push(format!("the CLI is now {}", self.program));
+        }
+        for f in &self.files {
+            match old
+                .files
+                .iter()
+                .find(|o| o.role == f.role && o.path == f.path)
+            {
+                None => out.push(format!("{} {} is new", f.role_name(), f.path)),
+                Some(o) if o.identity != f.identity => {
+                    let what = match (&o.identity, &f.identity) {
+                        (None, Some(_)) => "appeared",
+                        (Some(_), None) => "is gone",
+                        _ => "changed",
+                    };
+                    out.push(format!("{} {} {what}", f.role_name(), f.path));
+                }
+                Some(_) => {}
+            }
+        }
+        for o in &old.files {
+            if !self
+                .files
+                .iter()
+                .any(|f| f.role == o.role && f.path == o.path)
+            {
+                out.push(format!("{} {} is no longer used", o.role_name(), o.path));
+            }
+        }
+        if self.launch_hash != old.launch_hash {
+            out.push(if self.environment != old.environment {
+                "the launch's environment variables changed".to_owned()
+            } else {
+                "the launch changed (its arguments or an environment value)".to_owned()
+            });
+        }
+        if self.kernel != old.kernel {
+            out.push(format!("the kernel is now {}", self.kernel));
+        }
+        out
     }
+}
+
+/// The running kernel's release, or empty where it cannot be read.
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,11 +222,11 @@ pub fn cache_dir(env: &Env) -> Option<PathBuf> {
 }
 
 fn record_path(dir: &Path, key: &CheckKey) -> PathBuf {
-    let digest = Sha256::digest(format!(
-        "{}\0{}\0{}\0{}",
-        key.agent, key.program, key.binary, key.config_hash
-    ));
-    let short: String = format!("{digest:x}").chars().take(16).collect();
+    let json = serde_json::to_vec(key).unwrap_or_default();
+    let short: String = format!("{:x}", Sha256::digest(json))
+        .chars()
+        .take(16)
+        .collect();
     dir.join("checks")
         .join(format!("{}-{short}.json", key.agent))
 }
@@ -85,6 +236,24 @@ pub fn load(dir: &Path, key: &CheckKey) -> Option<CheckRecord> {
     let bytes = std::fs::read(record_path(dir, key)).ok()?;
     let record: CheckRecord = serde_json::from_slice(&bytes).ok()?;
     (record.key == *key).then_some(record)
+}
+
+/// The most recent readable record for `agent` at `program` (whatever its key), to say what
+/// changed when the lookup for the current key missed.
+pub fn latest(dir: &Path, agent: &str, program: &str) -> Option<CheckRecord> {
+    std::fs::read_dir(dir.join("checks"))
+        .ok()?
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let name = e.file_name();
+            let name = name.to_str()?;
+            if !(name.starts_with(&format!("{agent}-")) && name.ends_with(".json")) {
+                return None;
+            }
+            serde_json::from_slice::<CheckRecord>(&std::fs::read(e.path()).ok()?).ok()
+        })
+        .filter(|r| r.key.agent == agent && r.key.program == program)
+        .max_by_key(|r| r.checked_at)
 }
 
 /// Store a passing record atomically.
@@ -99,14 +268,16 @@ pub fn store(dir: &Path, record: &CheckRecord) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
-/// Hash of the production launch configuration: program, argv, the names of the child's
-/// environment variables and the wall's rules, for a canonical request (placeholder prompt,
-/// cwd `/`, no model).
+/// Hash of the production launch, for a canonical request (placeholder prompt, cwd `/`, no
+/// model): program, argv, the child's complete environment, names and values, and the wall's
+/// rules (a walled launch's private directory spelled `<private>`). Values enter
+/// only this hash, never the record in clear (they may hold credentials). Also returns the
+/// variables' names, for the report.
 pub fn launch_fingerprint(
     adapter: &dyn Adapter,
     program: &Path,
     parent_env: &Env,
-) -> Result<String, Failure> {
+) -> Result<(String, Vec<String>), Failure> {
     let ctx = LaunchContext {
         program,
         prompt: "<prompt>",
@@ -124,49 +295,70 @@ pub fn launch_fingerprint(
         .and_then(|w| w.private_path())
         .and_then(|p| p.canonicalize().ok());
     let private_str = private.as_ref().map(|p| p.to_string_lossy().into_owned());
+    let stable = |v: &std::ffi::OsStr| match &private_str {
+        Some(p) => v
+            .to_string_lossy()
+            .replace(p.as_str(), "<private>")
+            .into_bytes(),
+        None => v.as_encoded_bytes().to_vec(),
+    };
     let mut h = Sha256::new();
-    h.update(launch.program.as_os_str().as_encoded_bytes());
+    let mut field = |tag: u8, bytes: &[u8]| {
+        h.update([tag]);
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(0, launch.program.as_os_str().as_encoded_bytes());
     for a in &launch.args {
-        h.update([0]);
-        match &private_str {
-            Some(p) => h.update(a.to_string_lossy().replace(p.as_str(), "<private>")),
-            None => h.update(a.as_encoded_bytes()),
-        }
+        field(1, &stable(a));
+    }
+    let mut env = launch.env.clone();
+    env.sort();
+    for (k, v) in &env {
+        field(2, k.as_encoded_bytes());
+        field(3, &stable(v));
     }
     // The wall is part of the configuration the check proved.
     if let Some(wall) = &launch.wall {
-        h.update([2]);
-        h.update(serde_json::to_vec(&wall.spec.normalized(private.as_deref())).unwrap_or_default());
+        let spec = wall.spec.normalized(private.as_deref());
+        field(4, &serde_json::to_vec(&spec).unwrap_or_default());
     }
-    let mut names: Vec<_> = launch.env.iter().map(|(k, _)| k.clone()).collect();
-    names.sort();
-    for n in names {
-        h.update([1]);
-        h.update(n.as_encoded_bytes());
-    }
-    Ok(format!("{:x}", h.finalize()))
+    let names = env
+        .iter()
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .collect();
+    Ok((format!("{:x}", h.finalize()), names))
 }
 
-/// The record key for this adapter on this machine. Cheap: one `stat`, one launch build.
+/// The record key for this adapter on this machine, as things are now: the CLI found at
+/// `program` and the files its adapter names (see [`crate::adapter::Adapter::enforcing_files`]),
+/// the launch, the kernel. Stats, small reads and one launch build; no process.
 pub fn check_key(
     adapter: &dyn Adapter,
     program: &Path,
     parent_env: &Env,
 ) -> Result<CheckKey, Failure> {
-    let canonical = program
-        .canonicalize()
-        .unwrap_or_else(|_| program.to_path_buf());
-    let binary = CheckKey::binary_identity(&canonical).map_err(|e| {
+    let canonical = program.canonicalize().map_err(|e| {
         Failure::new(
             FailureKind::NotInstalled,
-            format!("{}: {e}", canonical.display()),
+            format!("{}: {e}", program.display()),
         )
     })?;
+    let mut files = vec![FileStamp::take(FileRole::Cli, program)];
+    files.extend(
+        adapter
+            .enforcing_files(program, parent_env)
+            .iter()
+            .map(|f| FileStamp::take(f.role, &f.path)),
+    );
+    let (launch_hash, environment) = launch_fingerprint(adapter, program, parent_env)?;
     Ok(CheckKey {
         agent: adapter.id().to_owned(),
         program: canonical.display().to_string(),
-        binary,
-        config_hash: launch_fingerprint(adapter, program, parent_env)?,
+        files,
+        launch_hash,
+        environment,
+        kernel: kernel_release(),
     })
 }
 
@@ -178,8 +370,20 @@ mod tests {
         CheckKey {
             agent: "codex".into(),
             program: "/bin/codex".into(),
-            binary: "1:2:3:4.5".into(),
-            config_hash: "abc".into(),
+            files: vec![FileStamp {
+                role: FileRole::Cli,
+                path: "/bin/codex".into(),
+                identity: Some(FileIdentity {
+                    device: 1,
+                    inode: 2,
+                    size: 3,
+                    modified_ns: 4,
+                    sha256: None,
+                }),
+            }],
+            launch_hash: "abc".into(),
+            environment: vec!["PATH".into()],
+            kernel: "6.1.0".into(),
         }
     }
 
@@ -194,20 +398,45 @@ mod tests {
         };
         store(dir.path(), &rec).unwrap();
         assert_eq!(load(dir.path(), &key()), Some(rec));
-        let newer = CheckKey {
-            binary: "1:9:3:7.0".into(),
-            ..key()
-        };
+        let mut newer = key();
+        newer.files[0].identity.as_mut().unwrap().inode = 9;
         assert_eq!(
             load(dir.path(), &newer),
             None,
             "a CLI upgrade invalidates it"
         );
         let reconfigured = CheckKey {
-            config_hash: "def".into(),
+            launch_hash: "def".into(),
             ..key()
         };
         assert_eq!(load(dir.path(), &reconfigured), None);
+        let rebooted = CheckKey {
+            kernel: "6.2.0".into(),
+            ..key()
+        };
+        assert_eq!(load(dir.path(), &rebooted), None);
+    }
+
+    #[test]
+    fn changes_are_named_without_values() {
+        let old = key();
+        let mut new = key();
+        new.files[0].identity.as_mut().unwrap().inode = 9;
+        new.files.push(FileStamp {
+            role: FileRole::SandboxHelper,
+            path: "/x/bwrap".into(),
+            identity: None,
+        });
+        new.launch_hash = "other".into();
+        assert_eq!(
+            new.changes_from(&old),
+            [
+                "cli /bin/codex changed",
+                "sandbox-helper /x/bwrap is new",
+                "the launch changed (its arguments or an environment value)"
+            ]
+        );
+        assert!(key().changes_from(&old).is_empty());
     }
 
     #[test]
@@ -217,5 +446,32 @@ mod tests {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, b"{ not json").unwrap();
         assert_eq!(load(dir.path(), &key()), None);
+    }
+
+    #[test]
+    fn small_files_are_stamped_by_content_and_missing_ones_as_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("bwrap");
+        assert_eq!(FileStamp::take(FileRole::SandboxHelper, &f).identity, None);
+        std::fs::write(&f, "#!/bin/sh\nexec /usr/bin/bwrap \"$@\"\n").unwrap();
+        let before = FileStamp::take(FileRole::SandboxHelper, &f);
+        let id = before.identity.clone().unwrap();
+        assert!(id.sha256.is_some());
+        // Rewritten in place with the same size and modification time: the content differs.
+        let mtime = std::fs::metadata(&f).unwrap().modified().unwrap();
+        std::fs::write(&f, "#!/bin/sh\nexec /tmp/evil/bwra \"$@\"\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&f)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        let after = FileStamp::take(FileRole::SandboxHelper, &f);
+        let id2 = after.identity.clone().unwrap();
+        assert_eq!(
+            (id.inode, id.size, id.modified_ns),
+            (id2.inode, id2.size, id2.modified_ns)
+        );
+        assert_ne!(before, after);
     }
 }

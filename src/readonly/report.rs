@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::readonly::probe::ProbeResult;
+use crate::readonly::record::{self, CheckKey};
 
 /// How one probe went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,10 +44,9 @@ pub struct CheckReport {
     pub agent: String,
     pub passed: bool,
     pub program: Option<String>,
-    /// The binary file's identity the record is keyed on.
-    pub binary: Option<String>,
     pub version: Option<String>,
-    pub config_hash: Option<String>,
+    /// What a pass is recorded under: any change to it runs the check again.
+    pub covers: Option<CheckKey>,
     /// The argv of the check's run (production configuration plus the swapped-in endpoint).
     pub launch_args: Vec<String>,
     pub probes: Vec<ProbeReport>,
@@ -69,9 +69,8 @@ impl CheckReport {
             agent: agent.to_owned(),
             passed: false,
             program: None,
-            binary: None,
             version: None,
-            config_hash: None,
+            covers: None,
             launch_args: Vec::new(),
             probes: Vec::new(),
             tree_identical: false,
@@ -139,6 +138,43 @@ impl std::fmt::Display for CheckReport {
         }
         for x in &self.fixes {
             writeln!(f, "  fix       {x}")?;
+        }
+        self.write_coverage(f)
+    }
+}
+
+// What the record covers and what it cannot see.
+impl CheckReport {
+    fn write_coverage(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(key) = &self.covers else {
+            return Ok(());
+        };
+        writeln!(
+            f,
+            "  record    a pass is reused only while none of these changes (else the check runs again):"
+        )?;
+        for file in &key.files {
+            writeln!(
+                f,
+                "            {:<15} {} ({})",
+                file.role_name(),
+                file.path,
+                file.describe()
+            )?;
+        }
+        writeln!(
+            f,
+            "            {:<15} argv and the values of {} (hashed together, sha256 {}…)",
+            "launch",
+            key.environment.join(", "),
+            &key.launch_hash[..key.launch_hash.len().min(12)]
+        )?;
+        if !key.kernel.is_empty() {
+            writeln!(f, "            {:<15} {}", "kernel", key.kernel)?;
+        }
+        for (i, blind) in record::NOT_COVERED.iter().enumerate() {
+            let label = if i == 0 { "not seen" } else { "" };
+            writeln!(f, "  {label:<9} {blind}")?;
         }
         Ok(())
     }

@@ -250,6 +250,7 @@ async fn supervise_run(
             _ = cancel.cancelled(), if phase.before_stopping() => {
                 // A cancel after the final answer only hurries the exit along.
                 observed.cancelled = phase == Phase::Running && group.exit_status().is_none();
+                observed.stopped_after_answer |= matches!(phase, Phase::Answered { .. });
                 phase = Phase::Stopping;
             }
             _ = group.exited(), if phase.before_stopping() => {

@@ -169,6 +169,58 @@ pub fn child_die_with_parent(parent: i32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// For a background job's worker between fork and exec: a session of its own (no terminal's
+/// hangup or Ctrl-C reaches it), and SIGTERM, SIGINT and SIGHUP ignored until it installs its own
+/// handlers, so a cancel that arrives in that instant is not a silent death (the worker also
+/// looks for the cancel marker once its handlers are in place). Only async-signal-safe calls.
+pub fn detach_worker() -> std::io::Result<()> {
+    // SAFETY: setsid and signal are async-signal-safe.
+    unsafe {
+        if libc::setsid() < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
+    Ok(())
+}
+
+/// Ask one process to stop (SIGTERM). Refuses pids <= 1.
+pub fn terminate_pid(pid: i32) -> bool {
+    pid > 1 && signal::kill(Pid::from_raw(pid), Signal::SIGTERM).is_ok()
+}
+
+/// Whether `pid` is alive and its command line holds `needle` as one argument: how a pid read
+/// from a file is confirmed to still be the process that wrote it before it is signalled.
+pub fn runs_with_arg(pid: i32, needle: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == needle.as_bytes()))
+}
+
+/// SIGKILL every live descendant of this process (a subreaper's orphans included), then reap
+/// what died. For a worker whose dispatch is over: nothing it started may outlive it.
+pub fn kill_descendants() {
+    let me = std::process::id() as i32;
+    let procs = scan();
+    let mut set = HashSet::from([me]);
+    loop {
+        let before = set.len();
+        for p in &procs {
+            if set.contains(&p.ppid) {
+                set.insert(p.pid);
+            }
+        }
+        if set.len() == before {
+            break;
+        }
+    }
+    set.remove(&me);
+    let live = alive(&procs, &set);
+    signal_all(0, &live, Stop::Kill);
+    reap(set);
+}
+
 /// Put the wall around the child: the ruleset is built here, before the fork (a kernel that
 /// cannot enforce it refuses the spawn: `read-only-unavailable`, nothing started); the child
 /// only restricts itself between fork and exec.

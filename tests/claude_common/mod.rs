@@ -87,6 +87,8 @@ pub struct Dispatch {
     pub gate: GatePolicy,
     /// The dispatch's cancel token (a fresh one by default).
     pub cancel: CancellationToken,
+    /// Time and token limits (none by default).
+    pub limits: agent_dispatch::limits::Limits,
     snapshot: bool,
     preflight: bool,
     mutate: Option<Mutator>,
@@ -122,6 +124,7 @@ impl Dispatch {
             effort: None,
             gate: GatePolicy::Bypass,
             cancel: CancellationToken::new(),
+            limits: Default::default(),
             snapshot: true,
             preflight: true,
             mutate: None,
@@ -197,6 +200,7 @@ impl Dispatch {
             parent_env: self.parent_env.clone(),
             endpoint: Some(endpoint.clone()),
             gate: self.gate,
+            limits: self.limits,
         };
         let launch = self.launch_for(&endpoint);
         let before = self.snapshot.then(|| Snapshot::take(&self.cwd).unwrap());

@@ -226,6 +226,7 @@ async fn run_with_policy(
         parent_env: env,
         endpoint,
         gate,
+        limits: Default::default(),
     };
     let mut events = Vec::new();
     let started = Instant::now();

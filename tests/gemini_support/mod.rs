@@ -160,6 +160,7 @@ impl Dispatch {
             endpoint: Some(endpoint.clone()),
             // The scenarios assert the read-only behaviour themselves; the check has its own test.
             gate: GatePolicy::Bypass,
+            limits: Default::default(),
         };
         let launch = self.launch_for(&endpoint);
         let before = Snapshot::take(&self.cwd).unwrap();

@@ -38,6 +38,7 @@ impl Adapter for TestAdapter {
             reports_model: false,
             reports_effort: false,
             efforts: vec![],
+            usage_reports: agent_dispatch::adapter::UsageReports::PerTurn,
             read_only_by: agent_dispatch::adapter::ReadOnlyBy::CliSandbox,
         }
     }

@@ -1,11 +1,11 @@
 /**
- * Starts one dispatch through the bridge (as Pi would) and then just waits, so a test can SIGKILL
+ * Starts one dispatch through `dispatch.ts` (as Pi would) and then just waits, so a test can SIGKILL
  * this process — no cleanup runs — and check that the lifeline alone ends the dispatch.
  * Prints one JSON line `{"dispatcherPid": N}` once the agent CLI is working.
  * argv: BIN AGENT TASK
  */
 
-import { startDispatch } from "../../bridge.ts";
+import { startDispatch } from "../../dispatch.ts";
 
 const [bin, agent, task] = process.argv.slice(2);
 const run = startDispatch(bin!, { agent: agent!, task: task!, cwd: process.cwd() }, {

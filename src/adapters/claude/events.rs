@@ -257,12 +257,14 @@ impl ClaudeParser {
         }
         let msg = a.message;
         let synthetic = msg.model.as_deref() == Some("<synthetic>");
+        let mut reported = false;
         if let (Some(id), Some(u), false) = (&msg.id, msg.usage, synthetic) {
             let usage = u.normalised(None);
             match self.usage_by_message.iter_mut().find(|(k, _)| k == id) {
                 Some(entry) => entry.1 = usage,
                 None => self.usage_by_message.push((id.clone(), usage)),
             }
+            reported = true;
         }
         if msg.id.is_none() || msg.id != self.last_message {
             self.last_message = msg.id.clone();
@@ -304,6 +306,10 @@ impl ClaudeParser {
                 }
                 _ => {}
             }
+        }
+        // The running total after this message, for budgets (each message id counted once).
+        if let (true, Some(total)) = (reported, self.summed_usage()) {
+            events.push(StreamEvent::Usage { usage: total });
         }
         events
     }
@@ -385,6 +391,9 @@ impl ClaudeParser {
             events.push(StreamEvent::Error {
                 message: message.clone(),
             });
+        }
+        if let Some(usage) = usage {
+            events.push(StreamEvent::Usage { usage });
         }
         events.push(StreamEvent::Done { success });
         self.fin = Some(Final {

@@ -8,11 +8,13 @@
 //!   its sandbox-required run without them.
 //! - The sandbox leaves empty mount-point stubs in the tree; [`STUBS`] lists them for
 //!   [`crate::tree_guard`].
-//! - [`check`]: the probes of `agent-dispatch check` on the fake Messages endpoint.
+//! - [`check`]: the probes of `agent-dispatch check` on the fake Messages endpoint;
+//!   [`enforcing`]: the files its record is keyed on (native binary, `bwrap`, `socat`, settings).
 //!
 //! [`preflight`]: ClaudeAdapter::preflight
 
 pub mod check;
+pub mod enforcing;
 pub mod env;
 pub mod events;
 pub mod fake_api;
@@ -116,6 +118,7 @@ impl Adapter for ClaudeAdapter {
             reports_model: true,
             reports_effort: false,
             efforts: EFFORTS.iter().map(|e| e.to_string()).collect(),
+            usage_reports: crate::adapter::UsageReports::PerMessage,
             read_only_by: crate::adapter::ReadOnlyBy::CliSandbox,
         }
     }
@@ -171,5 +174,13 @@ impl Adapter for ClaudeAdapter {
 
     fn sandbox_stubs(&self) -> &'static [SandboxStub] {
         STUBS
+    }
+
+    fn enforcing_files(
+        &self,
+        program: &std::path::Path,
+        parent_env: &crate::adapter::Env,
+    ) -> Vec<crate::adapter::EnforcingFile> {
+        enforcing::files(program, parent_env)
     }
 }

@@ -394,11 +394,15 @@ impl StreamParser for CodexParser {
             }
             ThreadEvent::TurnStarted {} => vec![],
             ThreadEvent::TurnCompleted { usage } => {
+                let mut events = Vec::new();
                 if let Some(u) = usage {
-                    self.usage = Some(add_usage(self.usage, u.normalise()));
+                    let total = add_usage(self.usage, u.normalise());
+                    self.usage = Some(total);
+                    events.push(StreamEvent::Usage { usage: total });
                 }
                 self.terminal = Some(Terminal::Success);
-                vec![StreamEvent::Done { success: true }]
+                events.push(StreamEvent::Done { success: true });
+                events
             }
             ThreadEvent::TurnFailed { error } => {
                 let message = if error.message.trim().is_empty() {
@@ -466,8 +470,16 @@ mod tests {
         let (p, ev) = parse_all(&[
             r#"{"type":"turn.completed","usage":{"input_tokens":303,"cached_input_tokens":30,"cache_write_input_tokens":7,"output_tokens":63,"reasoning_output_tokens":15}}"#,
         ]);
-        assert_eq!(ev, vec![StreamEvent::Done { success: true }]);
         let o = p.outcome();
+        assert_eq!(
+            ev,
+            vec![
+                StreamEvent::Usage {
+                    usage: o.usage.unwrap()
+                },
+                StreamEvent::Done { success: true }
+            ]
+        );
         assert_eq!(
             o.usage,
             Some(Usage {

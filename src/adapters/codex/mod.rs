@@ -5,10 +5,13 @@
 //!   provider survive `--ignore-user-config`.
 //! * [`catalogue`]: `codex debug models` / `codex doctor --json`, pre-validation.
 //! * [`events`]: the JSONL stream parser.
+//! * [`enforcing`]: the files the read-only check's record is keyed on (native binary, `bwrap`,
+//!   configuration).
 //! * [`selfcheck`]: the scripted write attempts of `agent-dispatch check`.
 
 pub mod catalogue;
 pub mod config;
+pub mod enforcing;
 pub mod events;
 pub mod fake_api;
 pub mod launch;
@@ -259,6 +262,7 @@ impl Adapter for CodexAdapter {
             reports_effort: false,
             // Effort levels differ per model; `models codex` lists them from the live catalogue.
             efforts: vec![],
+            usage_reports: crate::adapter::UsageReports::PerTurn,
             read_only_by: crate::adapter::ReadOnlyBy::CliSandbox,
         }
     }
@@ -286,6 +290,14 @@ impl Adapter for CodexAdapter {
 
     fn self_check(&self) -> Option<&dyn SelfCheck> {
         Some(&selfcheck::CodexSelfCheck)
+    }
+
+    fn enforcing_files(
+        &self,
+        program: &Path,
+        parent_env: &Env,
+    ) -> Vec<crate::adapter::EnforcingFile> {
+        enforcing::files(program, parent_env)
     }
 
     async fn discover_models(

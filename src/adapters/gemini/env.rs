@@ -82,9 +82,8 @@ pub const ENDPOINT_REPLACES: &[&str] = &[
 /// The `PATH` a walled CLI gets: the caller's absolute entries the wall lets it read (an
 /// entry under the unreadable home, such as a version manager's shims, would only fail).
 pub fn walled_path(parent: &Env, wall: &WallSpec) -> Option<OsString> {
-    let entries = crate::program::absolute_path_entries(
-        parent.get(OsStr::new("PATH")).map(OsString::as_os_str),
-    );
+    let entries =
+        crate::env::absolute_path_entries(parent.get(OsStr::new("PATH")).map(OsString::as_os_str));
     let kept = entries
         .into_iter()
         .filter(|e| wall.read.iter().any(|r| e.starts_with(r)));

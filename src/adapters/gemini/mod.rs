@@ -59,6 +59,7 @@ impl Adapter for GeminiAdapter {
             reports_model: true,
             reports_effort: false,
             efforts: Vec::new(),
+            usage_reports: crate::adapter::UsageReports::PerTurn,
             read_only_by: ReadOnlyBy::DispatcherWall { landlock_abi: abi },
         }
     }
