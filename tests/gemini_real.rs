@@ -670,3 +670,30 @@ async fn a_repository_dotenv_cannot_redirect_the_model_traffic() {
     assert!(!r.ok && r.text.is_empty(), "{r:?}");
     assert_eq!(sup.active(), 0);
 }
+
+/// The record key does not change from one launch to the next (each gets a new private
+/// directory), so a passing check is found again; a change to the wall's rules changes it.
+#[test]
+fn the_check_key_is_stable_across_private_directories() {
+    let d = Dispatch::new(&std::env::temp_dir(), Script::new());
+    let a =
+        agent_dispatch::readonly::record::check_key(&GeminiAdapter, &gemini_bin(), &d.parent_env)
+            .unwrap();
+    let b =
+        agent_dispatch::readonly::record::check_key(&GeminiAdapter, &gemini_bin(), &d.parent_env)
+            .unwrap();
+    assert_eq!(a, b);
+    let (h1, _) = agent_dispatch::readonly::record::launch_fingerprint(
+        &GeminiAdapter,
+        &gemini_bin(),
+        &d.parent_env,
+    )
+    .unwrap();
+    let (h2, _) = agent_dispatch::readonly::record::launch_fingerprint(
+        &UNWALLABLE,
+        &gemini_bin(),
+        &d.parent_env,
+    )
+    .unwrap();
+    assert_ne!(h1, h2, "the wall's rules are part of the fingerprint");
+}
