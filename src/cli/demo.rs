@@ -145,6 +145,7 @@ async fn demo_one(
             Verdict::NoEvidence => ("not written, but no refusal from the sandbox", false),
             Verdict::NotAttempted => ("never ran", false),
             Verdict::ReadFailed => ("the read did not show the change", false),
+            Verdict::SecretLeaked => ("LEAKED: a secret reached the model", false),
         };
         passed &= ok;
         println!("  {:<40} {what}", short(&p.probe.command, 40));
@@ -162,7 +163,7 @@ async fn demo_one(
     drop(repo);
     if passed {
         println!(
-            "demo passed: {name} read the repository, and every write was refused by its own sandbox."
+            "demo passed: {name} read the repository, and every write was refused by the sandbox."
         );
     } else {
         println!(

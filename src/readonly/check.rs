@@ -50,6 +50,23 @@ pub fn judge(probe: ProbeResult, cwd: &Path) -> ProbeReport {
             None if output.is_none() => (Verdict::NotAttempted, None),
             None => (Verdict::ReadFailed, None),
         },
+        ProbeKind::SecretRead => {
+            let secret = probe
+                .target
+                .as_deref()
+                .and_then(|t| std::fs::read_to_string(t).ok())
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty());
+            match (&output, secret) {
+                (None, _) => (Verdict::NotAttempted, None),
+                (Some(o), Some(s)) if o.contains(&s) => (Verdict::SecretLeaked, None),
+                (Some(_), None) => (Verdict::NoEvidence, None),
+                (Some(_), Some(_)) => match line_with(DENIAL_MARKERS) {
+                    Some(e) => (Verdict::Denied, Some(e)),
+                    None => (Verdict::NoEvidence, None),
+                },
+            }
+        }
         _ => {
             let written = probe
                 .target
@@ -224,9 +241,12 @@ async fn run_check_inner(
             Verdict::Denied | Verdict::ReadOk => continue,
             Verdict::Written => "a write succeeded: the sandbox is not read-only",
             Verdict::NoEvidence => {
-                "a write was not refused by the sandbox (no denial in its output)"
+                "a write or a secret read was not refused by the sandbox (no denial in its output)"
             }
             Verdict::NotAttempted => "a probe never ran",
+            Verdict::SecretLeaked => {
+                "a secret outside the allowed paths was read and reached the model"
+            }
             Verdict::ReadFailed => {
                 "the read (`git diff`) did not show the uncommitted change: sandboxed commands are not running"
             }

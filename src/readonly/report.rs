@@ -22,6 +22,8 @@ pub enum Verdict {
     ReadOk,
     /// The read did not show the uncommitted change.
     ReadFailed,
+    /// A secret outside what the agent may read reached the model.
+    SecretLeaked,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -56,6 +56,7 @@ pub async fn check(ctx: &LaunchContext<'_>, supervisor: &Supervisor) -> Result<(
         cwd: neutral.path().to_path_buf(),
         env: super::env::child_env(ctx.parent_env, None),
         stdin: StdinPlan::Null,
+        wall: None,
     };
     let never = CancellationToken::new();
     let capture = supervisor.capture(&status, &never, 64 * 1024);

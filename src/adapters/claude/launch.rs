@@ -115,5 +115,6 @@ pub fn build(ctx: &LaunchContext<'_>) -> Result<Launch, Failure> {
         cwd: ctx.cwd.to_path_buf(),
         env: child_env(ctx),
         stdin,
+        wall: None,
     })
 }

@@ -134,6 +134,7 @@ impl Adapter for ClaudeAdapter {
             reports_effort: false,
             efforts: EFFORTS.iter().map(|e| e.to_string()).collect(),
             usage_reports: crate::adapter::UsageReports::PerMessage,
+            read_only_by: crate::adapter::ReadOnlyBy::CliSandbox,
         }
     }
 

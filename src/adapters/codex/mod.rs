@@ -281,6 +281,7 @@ impl Adapter for CodexAdapter {
             // Effort levels differ per model; `models codex` lists them from the live catalogue.
             efforts: vec![],
             usage_reports: crate::adapter::UsageReports::PerTurn,
+            read_only_by: crate::adapter::ReadOnlyBy::CliSandbox,
         }
     }
 
