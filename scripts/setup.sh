@@ -61,7 +61,7 @@ say "agent CLIs"
 # Pi 1.6.0 needs Node >= 22.19; an older node on PATH makes a `pi` there unusable.
 node_ok() { node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>22||(a===22&&b>=19)?0:1)' 2>/dev/null; }
 need_tools=no
-for c in codex claude pi; do
+for c in codex claude gemini pi; do
   command -v "$c" >/dev/null 2>&1 || need_tools=yes
 done
 if command -v pi >/dev/null 2>&1 && ! node_ok; then need_tools=yes; fi
@@ -75,7 +75,7 @@ if [ "$need_tools" = yes ]; then
   fi
   export PATH
 fi
-for c in codex claude pi; do
+for c in codex claude gemini pi; do
   printf '%-7s %s\n' "$c" "$(command -v "$c" || echo 'not found')"
 done
 

@@ -33,7 +33,7 @@ pub fn resolve_program(adapter: &dyn Adapter, env: &Env) -> Result<PathBuf, Fail
         Failure::new(
             FailureKind::NotInstalled,
             format!(
-                "{} CLI `{}` was not found on PATH (absolute entries only); install it with: {}",
+                "{} (`{}`) was not found on PATH (absolute entries only); install it with: {}",
                 adapter.display_name(),
                 adapter.program(),
                 adapter.install_hint()

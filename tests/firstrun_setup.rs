@@ -61,6 +61,7 @@ fn setup_installs_everything_and_demonstrates_a_dispatch_with_no_keys_and_no_net
     assert!(stdout.contains(".tools/bin/codex"), "pinned codex used");
     assert!(stdout.contains("PASS  codex read-only check"));
     assert!(stdout.contains("PASS  claude read-only check"));
+    assert!(stdout.contains("PASS  gemini read-only check"));
 
     // The demo: the diff was read, a write was refused by the sandbox, the agent answered.
     let demo = &stdout[stdout.find("== demo").expect("the demo ran")..];
@@ -73,8 +74,8 @@ fn setup_installs_everything_and_demonstrates_a_dispatch_with_no_keys_and_no_net
     assert!(demo.contains("answer:"), "{demo}");
     assert_eq!(
         demo.matches("demo passed").count(),
-        2,
-        "both agents:\n{demo}"
+        3,
+        "every agent:\n{demo}"
     );
 
     // What to do for real use.
