@@ -1,0 +1,224 @@
+//! The MCP request handler: lists the tools and runs them. `dispatch` goes through the one
+//! dispatch service, exactly as `agent-dispatch run` does (validation, the read-only gate from
+//! the environment, supervision); only the way events and the result travel differs.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use super::progress::Reporter;
+use super::{result, roots, tools};
+use crate::adapter::Env;
+use crate::contract::{DispatchRequest, DispatchResult, Failure, FailureKind, Identity};
+use crate::dispatch::{self, DispatchOptions};
+use crate::inventory;
+use crate::readonly::gate;
+use crate::supervise::Supervisor;
+
+/// The newest protocol revision this server implements; older ones with an `initialize`
+/// handshake are accepted as the client asks.
+pub const NEWEST_PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// The `dispatch` tool's arguments, as its input schema describes them.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DispatchArgs {
+    agent: String,
+    task: String,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    effort: Option<String>,
+    #[serde(default)]
+    cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelsArgs {
+    agent: String,
+}
+
+/// The server: one per connection. Clones share the supervisor, so shutting the server down
+/// stops every dispatch any call started.
+#[derive(Clone)]
+pub struct DispatchServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    supervisor: Supervisor,
+    parent_env: Env,
+    /// Where a `cwd`-less dispatch runs, and what a relative `cwd` is relative to.
+    cwd: PathBuf,
+    tools: Vec<Tool>,
+}
+
+impl DispatchServer {
+    pub fn new(supervisor: Supervisor, parent_env: Env, cwd: PathBuf) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                supervisor,
+                parent_env,
+                cwd,
+                tools: tools::all(),
+            }),
+        }
+    }
+
+    async fn dispatch(
+        &self,
+        args: serde_json::Map<String, serde_json::Value>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let agent_hint = args
+            .get("agent")
+            .and_then(|a| a.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        let args: DispatchArgs = match serde_json::from_value(args.into()) {
+            Ok(a) => a,
+            Err(e) => {
+                return refused(
+                    Identity::requested(&agent_hint, None, None),
+                    Failure::new(
+                        FailureKind::InvalidRequest,
+                        format!("the dispatch arguments do not match the tool's schema: {e}"),
+                    ),
+                );
+            }
+        };
+        let identity =
+            Identity::requested(&args.agent, args.model.as_deref(), args.effort.as_deref());
+        let cwd = match args.cwd {
+            Some(c) => self.inner.cwd.join(c),
+            None => self.inner.cwd.clone(),
+        };
+        match roots::declared(&ctx.peer, &ctx.ct).await {
+            Ok(None) => {}
+            Ok(Some(dirs)) => {
+                if let Err(f) = roots::check(&cwd, &dirs) {
+                    return refused(identity, f);
+                }
+            }
+            Err(f) => return refused(identity, f),
+        }
+        let gate = match gate::policy_from_env(&self.inner.parent_env) {
+            Ok(g) => g,
+            Err(f) => return refused(identity, f),
+        };
+        let opts = DispatchOptions {
+            parent_env: self.inner.parent_env.clone(),
+            endpoint: None,
+            gate,
+        };
+        let req = DispatchRequest {
+            agent: args.agent,
+            task: args.task,
+            scope: args.scope,
+            model: args.model,
+            effort: args.effort,
+            cwd,
+        };
+        let cancel: CancellationToken = ctx.ct.clone();
+        let token = ctx.meta.get_progress_token();
+        let reporter = Reporter::start(ctx.peer.clone(), token, cancel.clone(), &req.agent);
+        let outcome = {
+            let mut sink = |ev| reporter.event(&ev);
+            dispatch::dispatch(&req, &opts, &self.inner.supervisor, cancel, &mut sink).await
+        };
+        reporter.finish().await;
+        result::dispatch(outcome)
+    }
+
+    async fn models(&self, args: serde_json::Map<String, serde_json::Value>) -> CallToolResult {
+        let args: ModelsArgs = match serde_json::from_value(args.into()) {
+            Ok(a) => a,
+            Err(e) => {
+                return result::error(format!(
+                    "invalid-request: the models arguments do not match the tool's schema: {e}"
+                ));
+            }
+        };
+        let found =
+            inventory::models(&args.agent, &self.inner.parent_env, &self.inner.supervisor).await;
+        match found {
+            Ok(catalogue) => result::listing(&catalogue),
+            Err(e) => result::error(e.to_string()),
+        }
+    }
+
+    async fn agents(&self) -> CallToolResult {
+        let infos = inventory::agents(&self.inner.parent_env, &self.inner.supervisor).await;
+        result::listing(&serde_json::json!({ "agents": infos }))
+    }
+}
+
+/// A dispatch refused before anything started: the same typed result `run` would print.
+fn refused(identity: Identity, failure: Failure) -> CallToolResult {
+    result::dispatch(DispatchResult::early_failure(identity, failure))
+}
+
+impl ServerHandler for DispatchServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_protocol_version(NEWEST_PROTOCOL)
+            .with_server_info(
+                Implementation::new("agent-dispatch", env!("CARGO_PKG_VERSION"))
+                    .with_title("agent-dispatch"),
+            )
+            .with_instructions(
+                "`dispatch` hands a task to another coding agent's CLI as a read-only subagent \
+                 and returns its answer: use it for a second opinion from a different model. It \
+                 blocks until the agent is done (minutes) and costs that agent's tokens. \
+                 `agents` and `models` list what is available.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&NEWEST_PROTOCOL))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.inner.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let result = match request.name.as_ref() {
+            tools::DISPATCH => self.dispatch(args, context).await,
+            tools::AGENTS => self.agents().await,
+            tools::MODELS => self.models(args).await,
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool {other:?}; this server has dispatch, agents and models"),
+                    None,
+                ));
+            }
+        };
+        Ok(result.into())
+    }
+}
