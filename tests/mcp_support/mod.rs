@@ -37,10 +37,15 @@ pub fn codex_home() -> PathBuf {
 /// `agent-dispatch mcp` with the fake CLIs first on PATH and the read-only check bypassed, as
 /// the engine tests run it. Pipes on stdin/stdout; stderr is the test's.
 pub fn server_command(cwd: &Path) -> Command {
+    server_command_with(cwd, &repo_root().join("tests/fake-cli"))
+}
+
+/// [`server_command`] with the fake CLIs of `fakes` first on PATH.
+pub fn server_command_with(cwd: &Path, fakes: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_agent-dispatch"));
     let path = format!(
         "{}:{}",
-        repo_root().join("tests/fake-cli").display(),
+        fakes.display(),
         std::env::var("PATH").unwrap_or_default()
     );
     c.arg("mcp")
