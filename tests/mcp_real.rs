@@ -58,6 +58,11 @@ async fn claude_as_host_gets_the_codex_answer_through_the_dispatch_tool() {
                     "cwd": repo,
                 }),
             )
+            // A bad request: an error result the model can read, nothing started.
+            .tool(
+                TOOL,
+                json!({ "agent": "codex", "task": "again", "model": "-rm", "cwd": repo }),
+            )
             .text("FAKE_DONE"),
     )
     .await
@@ -135,14 +140,23 @@ async fn claude_as_host_gets_the_codex_answer_through_the_dispatch_tool() {
         "{servers}"
     );
 
-    // The codex answer is what Claude sent back to its model as the tool result.
+    // The codex answer is what Claude sent back to its model as the tool result. Claude Code
+    // hands its model the structured result (the protocol's `result` object) as JSON.
     let results = claude_model.tool_results();
-    assert_eq!(results.len(), 1, "{results:#?}\n{stdout}");
+    assert_eq!(results.len(), 2, "{results:#?}\n{stdout}");
     assert!(!results[0].is_error, "{:?}", results[0]);
+    let seen: Value = serde_json::from_str(&results[0].text).unwrap_or(Value::Null);
+    assert_eq!(seen["text"], ANSWER, "{:?}", results[0].text);
+    assert_eq!(seen["ok"], true);
+    assert_eq!(seen["checkBypassed"], false, "the read-only gate applied");
+    assert!(seen["usage"]["output"].as_u64().unwrap() > 0, "{seen}");
+    // A failed dispatch reaches the model as an error result whose text (Claude Code hands
+    // over the text of an error result) names the failure kind and the fix.
+    assert!(results[1].is_error, "{:?}", results[1]);
+    let t = &results[1].text;
     assert!(
-        results[0].text.contains(ANSWER),
-        "the codex answer reaches Claude's model: {:?}",
-        results[0].text
+        t.contains("(invalid-request)") && t.contains("\nFix: "),
+        "{t}"
     );
     // Codex really asked its model (the check's own loopback model is another server).
     assert!(!codex_model.model_requests().is_empty());
