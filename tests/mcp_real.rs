@@ -1,11 +1,12 @@
-//! Real hosts, offline: the pinned `claude` (2.1.332) as the MCP client of `agent-dispatch mcp`,
-//! its model played by the project's fake Messages endpoint, which scripts one call of the
-//! `dispatch` tool; the server dispatches to the pinned `codex` (0.171.0), whose model is the
-//! fake Responses endpoint. The codex answer must come back to Claude's model as the tool
-//! result, and the repository must be byte-identical afterwards (`.git` included).
+//! Real hosts, offline: each pinned CLI as the MCP client of `agent-dispatch mcp`, dispatching
+//! to the other pinned CLI. Both models are the project's fake endpoints (Messages for
+//! `claude` 2.1.332, Responses for `codex` 0.171.0); the host's model scripts the call of the
+//! `dispatch` tool, and the dispatched agent's answer must come back to the host's model as the
+//! tool result. The repository is byte-identical afterwards (`.git` included) and no process
+//! of the run is left in it.
 //!
-//! The server runs under the default read-only policy: no check is on record in its fresh
-//! cache directory, so its first dispatch runs `codex`'s read-only check first (offline, against
+//! The server runs under the default read-only policy with a fresh cache directory: nothing is
+//! on record, so its first dispatch runs the agent's read-only check first (offline, against
 //! the check's own loopback model), then the real dispatch.
 //!
 //! Homes (`HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`) live under `$CARGO_MANIFEST_DIR/.cache/`,
@@ -175,4 +176,126 @@ async fn claude_as_host_gets_the_codex_answer_through_the_dispatch_tool() {
     );
     let live = support::live_in_dir(&repo);
     assert!(live.is_empty(), "processes survive in the repo: {live:?}");
+}
+
+/// The pinned `codex` as the MCP host: its model (the fake Responses endpoint) calls the
+/// server's `dispatch` tool for `claude`, whose model is the fake Messages endpoint. Codex
+/// 0.171.0 defers MCP tools (its prompt lists the server under "Deferred tool namespaces" with
+/// the server's instructions) and its model reaches them from the `exec` tool's JavaScript as
+/// `tools.mcp__agent_dispatch__dispatch(…)`; the script does exactly that. The server runs
+/// Claude's read-only check first (nothing on record), then the dispatch.
+#[tokio::test]
+async fn codex_as_host_gets_the_claude_answer_through_the_dispatch_tool() {
+    let w = codex_support::World::new("mcp-codex-host");
+    let repo = w.repo_path().canonicalize().unwrap();
+
+    let claude_model = FakeMessages::start(ClaudeScript::new().text(CLAUDE_ANSWER))
+        .await
+        .unwrap();
+    let claude_home = w.dir.path().join("claude-home");
+    std::fs::create_dir_all(claude_home.join(".claude")).unwrap();
+    let cache = w.dir.path().join("dispatch-cache");
+    let system_path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+    let path = format!("{}:{system_path}", codex_support::bin_dir().display());
+
+    let args = json!({
+        "agent": "claude",
+        "task": "Is the uncommitted change safe? Answer in one sentence.",
+        "cwd": repo,
+    });
+    let codex_model = FakeResponses::start(CodexScript::new(vec![
+        Step::custom(
+            "exec",
+            format!("const r = await tools.{CODEX_TOOL}({args});\ntext(JSON.stringify(r));"),
+        ),
+        Step::message("FAKE_DONE"),
+    ]))
+    .await
+    .unwrap();
+    w.write_codex_config(
+        "config.toml",
+        &format!(
+            "model_provider = \"corp\"\n\n[model_providers.corp]\nname = \"Corp gateway\"\n\
+             base_url = \"{base}\"\nenv_key = \"CORP_API_KEY\"\nwire_api = \"responses\"\n\n\
+             [mcp_servers.{SERVER}]\ncommand = {bin}\nargs = [\"mcp\"]\ntool_timeout_sec = 600\n\n\
+             [mcp_servers.{SERVER}.env]\nPATH = {path}\nHOME = {home}\nCLAUDE_CONFIG_DIR = {config}\n\
+             ANTHROPIC_BASE_URL = {url}\nANTHROPIC_AUTH_TOKEN = \"fake-auth-token-for-tests\"\n\
+             AGENT_DISPATCH_CACHE_DIR = {cache}\nLANG = \"C.UTF-8\"\n",
+            base = codex_model.base_url(),
+            bin = toml_string(env!("CARGO_BIN_EXE_agent-dispatch")),
+            path = toml_string(&path),
+            home = toml_string(claude_home.to_str().unwrap()),
+            config = toml_string(claude_home.join(".claude").to_str().unwrap()),
+            url = toml_string(&claude_model.base_url()),
+            cache = toml_string(cache.to_str().unwrap()),
+        ),
+    );
+    let before = Snapshot::take(&repo).unwrap();
+
+    let run = tokio::process::Command::new(codex_support::codex())
+        .args(["exec", "--json", "--skip-git-repo-check", "-C"])
+        .arg(&repo)
+        .arg("Get a second opinion from claude on the uncommitted change.")
+        .current_dir(&repo)
+        .env_clear()
+        .env("PATH", &path)
+        .env("HOME", w.home())
+        .env("CODEX_HOME", w.codex_home())
+        .env("CORP_API_KEY", codex_model.api_key())
+        .env("LANG", "C.UTF-8")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(180), run)
+        .await
+        .expect("codex finishes within 180 s")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "codex failed: {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+
+    // Codex called the server's tool and saw it complete with the claude answer.
+    let call = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "item.completed" && v["item"]["type"] == "mcp_tool_call")
+        .unwrap_or_else(|| panic!("no completed mcp_tool_call item:\n{stdout}"));
+    let item = &call["item"];
+    assert_eq!(item["server"], SERVER);
+    assert_eq!(item["tool"], "dispatch");
+    assert_eq!(item["status"], "completed", "{item}");
+    assert_eq!(item["result"]["content"][0]["text"], CLAUDE_ANSWER);
+    let structured = &item["result"]["structured_content"];
+    assert_eq!(structured["ok"], true);
+    assert_eq!(
+        structured["checkBypassed"], false,
+        "the read-only gate applied"
+    );
+    assert_eq!(structured["identity"]["agent"], "claude");
+    // ... and the answer is what codex handed back to its model.
+    let outputs = codex_model.tool_outputs();
+    assert_eq!(outputs.len(), 1, "{outputs:#?}");
+    assert!(outputs[0].output.contains(CLAUDE_ANSWER), "{outputs:#?}");
+    // Claude really asked its model.
+    assert!(!claude_model.message_requests().is_empty());
+
+    let after = Snapshot::take(&repo).unwrap();
+    assert!(
+        before.diff(&after).is_empty(),
+        "the tree changed: {:?}",
+        before.diff(&after)
+    );
+    let live = support::live_in_dir(&repo);
+    assert!(live.is_empty(), "processes survive in the repo: {live:?}");
+}
+
+const CLAUDE_ANSWER: &str = "CLAUDE_SECOND_OPINION: the uncommitted change is safe.";
+const CODEX_TOOL: &str = "mcp__agent_dispatch__dispatch";
+
+fn toml_string(v: &str) -> String {
+    toml::Value::String(v.to_owned()).to_string()
 }
