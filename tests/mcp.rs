@@ -416,3 +416,62 @@ fn stdout_carries_nothing_but_protocol_messages() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+#[tokio::test]
+async fn a_flood_of_agent_events_becomes_at_most_ten_progress_messages_a_second() {
+    let dir = run_dir("mcp-flood");
+    let home = run_dir("mcp-server");
+    let s = Session::start(home.path(), Host::new(ProtocolVersion::V_2025_11_25)).await;
+    let t = Instant::now();
+    // About 24,000 reasoning events.
+    let (r, progress) = s
+        .call(
+            "dispatch",
+            dispatch_args(dir.path(), "SCENARIO:stream-mb-20"),
+        )
+        .await;
+    let secs = t.elapsed().as_secs_f64();
+    assert_eq!(r.is_error, Some(false), "{}", text(&r));
+    assert!(
+        progress.iter().any(|p| p
+            .message
+            .as_deref()
+            .is_some_and(|m| m.starts_with("codex: thinking: rrr"))),
+        "the events show: {:?}",
+        progress.first()
+    );
+    let allowed = (secs * 10.0).ceil() as usize + 2;
+    assert!(
+        progress.len() <= allowed,
+        "{} progress messages in {secs:.2} s",
+        progress.len()
+    );
+}
+
+/// A client asking for a revision newer than this server speaks is answered with the newest
+/// one it does (the client then decides); the oldest handshake revision is accepted as asked.
+#[test]
+fn the_handshake_answers_a_newer_revision_with_the_newest_supported() {
+    let dir = run_dir("mcp-versions");
+    for (asked, answered) in [
+        ("2026-07-28", "2025-11-25"),
+        ("2099-01-01", "2025-11-25"),
+        ("2024-11-05", "2024-11-05"),
+    ] {
+        let mut child = server_command(dir.path()).as_std_mut().spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+            "protocolVersion": asked,"capabilities":{},"clientInfo":{"name":"raw","version":"0"}}});
+        writeln!(stdin, "{init}").unwrap();
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(
+            v["result"]["protocolVersion"], answered,
+            "asked {asked}: {line}"
+        );
+        drop(stdin);
+        assert!(child.wait().unwrap().success());
+    }
+}

@@ -142,7 +142,11 @@ impl DispatchServer {
         result::dispatch(outcome)
     }
 
-    async fn models(&self, args: serde_json::Map<String, serde_json::Value>) -> CallToolResult {
+    async fn models(
+        &self,
+        args: serde_json::Map<String, serde_json::Value>,
+        cancel: CancellationToken,
+    ) -> CallToolResult {
         let args: ModelsArgs = match serde_json::from_value(args.into()) {
             Ok(a) => a,
             Err(e) => {
@@ -151,16 +155,18 @@ impl DispatchServer {
                 ));
             }
         };
-        let found =
-            inventory::models(&args.agent, &self.inner.parent_env, &self.inner.supervisor).await;
+        // Cancelling the call stops the catalogue's subprocess too.
+        let supervisor = self.inner.supervisor.with_cancel(cancel);
+        let found = inventory::models(&args.agent, &self.inner.parent_env, &supervisor).await;
         match found {
             Ok(catalogue) => result::listing(&catalogue),
             Err(e) => result::error(e.to_string()),
         }
     }
 
-    async fn agents(&self) -> CallToolResult {
-        let infos = inventory::agents(&self.inner.parent_env, &self.inner.supervisor).await;
+    async fn agents(&self, cancel: CancellationToken) -> CallToolResult {
+        let supervisor = self.inner.supervisor.with_cancel(cancel);
+        let infos = inventory::agents(&self.inner.parent_env, &supervisor).await;
         result::listing(&serde_json::json!({ "agents": infos }))
     }
 }
@@ -178,12 +184,7 @@ impl ServerHandler for DispatchServer {
                 Implementation::new("agent-dispatch", env!("CARGO_PKG_VERSION"))
                     .with_title("agent-dispatch"),
             )
-            .with_instructions(
-                "`dispatch` hands a task to another coding agent's CLI as a read-only subagent \
-                 and returns its answer: use it for a second opinion from a different model. It \
-                 blocks until the agent is done (minutes) and costs that agent's tokens. \
-                 `agents` and `models` list what is available.",
-            )
+            .with_instructions(tools::instructions())
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -210,8 +211,8 @@ impl ServerHandler for DispatchServer {
         let args = request.arguments.unwrap_or_default();
         let result = match request.name.as_ref() {
             tools::DISPATCH => self.dispatch(args, context).await,
-            tools::AGENTS => self.agents().await,
-            tools::MODELS => self.models(args).await,
+            tools::AGENTS => self.agents(context.ct).await,
+            tools::MODELS => self.models(args, context.ct).await,
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("unknown tool {other:?}; this server has dispatch, agents and models"),

@@ -22,6 +22,17 @@ pub fn all() -> Vec<Tool> {
     vec![dispatch(), agents(), models()]
 }
 
+/// The server's instructions: hosts show them beside the server (Codex lists them as the
+/// namespace's description, cut at a few hundred characters), so the gist comes first.
+pub fn instructions() -> String {
+    format!(
+        "Read-only second opinions from other coding agents ({}): `dispatch` hands one a \
+         self-contained task and returns its answer (blocks for minutes; costs that agent's \
+         tokens). `agents` and `models` list what is installed.",
+        agent_ids().join(", ")
+    )
+}
+
 fn agents_list() -> Vec<&'static dyn Adapter> {
     adapters::registry().to_vec()
 }
