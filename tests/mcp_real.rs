@@ -299,3 +299,100 @@ const CODEX_TOOL: &str = "mcp__agent_dispatch__dispatch";
 fn toml_string(v: &str) -> String {
     toml::Value::String(v.to_owned()).to_string()
 }
+
+/// Codex's own per-call limit (`tool_timeout_sec`) ending a long dispatch: Codex gives up on
+/// the call and the dispatch's whole tree is gone (the fake `codex` CLI behind the server here,
+/// a tree that would otherwise sleep for minutes).
+#[tokio::test]
+async fn a_host_timeout_leaves_no_process_of_the_dispatch() {
+    let w = codex_support::World::new("mcp-host-timeout");
+    let repo = w.repo_path().canonicalize().unwrap();
+    let work = support::run_dir("mcp-host-timeout-run");
+    let args = json!({ "agent": "codex", "task": "SCENARIO:sleep", "cwd": work.path() });
+    let codex_model = FakeResponses::start(CodexScript::new(vec![
+        Step::custom(
+            "exec",
+            format!("const r = await tools.{CODEX_TOOL}({args});\ntext(JSON.stringify(r));"),
+        ),
+        Step::message("FAKE_DONE"),
+    ]))
+    .await
+    .unwrap();
+    let system_path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
+    let host_path = format!("{}:{system_path}", codex_support::bin_dir().display());
+    let server_path = format!("{}:{system_path}", support::fake_cli_dir().display());
+    let fake_home = w.dir.path().join("fake-codex-home");
+    std::fs::create_dir_all(&fake_home).unwrap();
+    w.write_codex_config(
+        "config.toml",
+        &format!(
+            "model_provider = \"corp\"\n\n[model_providers.corp]\nname = \"Corp gateway\"\n\
+             base_url = \"{base}\"\nenv_key = \"CORP_API_KEY\"\nwire_api = \"responses\"\n\n\
+             [mcp_servers.{SERVER}]\ncommand = {bin}\nargs = [\"mcp\"]\ntool_timeout_sec = 3\n\n\
+             [mcp_servers.{SERVER}.env]\nPATH = {path}\nCODEX_HOME = {home}\n\
+             AGENT_DISPATCH_SKIP_CHECK = \"yes-skip-the-read-only-check\"\n",
+            base = codex_model.base_url(),
+            bin = toml_string(env!("CARGO_BIN_EXE_agent-dispatch")),
+            path = toml_string(&server_path),
+            home = toml_string(fake_home.to_str().unwrap()),
+        ),
+    );
+    // Watch the dispatch's directory while Codex runs: the tree must have been up.
+    let dir = work.path().to_path_buf();
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let watcher = {
+        let (dir, seen) = (dir.clone(), seen.clone());
+        tokio::spawn(async move {
+            loop {
+                let n = support::live_in_dir(&dir).len();
+                seen.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+    };
+    let out = tokio::process::Command::new(codex_support::codex())
+        .args(["exec", "--json", "--skip-git-repo-check", "-C"])
+        .arg(&repo)
+        .arg("Get a second opinion.")
+        .env_clear()
+        .env("PATH", &host_path)
+        .env("HOME", w.home())
+        .env("CODEX_HOME", w.codex_home())
+        .env("CORP_API_KEY", codex_model.api_key())
+        .env("LANG", "C.UTF-8")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), out)
+        .await
+        .expect("codex finishes within 120 s")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let call = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "item.completed" && v["item"]["type"] == "mcp_tool_call")
+        .unwrap_or_else(|| panic!("no completed mcp_tool_call item:\n{stdout}"));
+    assert_eq!(call["item"]["status"], "failed");
+    let err = call["item"]["error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(err.contains("timed out"), "{err}");
+
+    // The dispatch's CLI and its child ran, and nothing of them is left.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !support::live_in_dir(&dir).is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    watcher.abort();
+    assert!(
+        seen.load(std::sync::atomic::Ordering::Relaxed) >= 2,
+        "the fake CLI and its child were running"
+    );
+    let live = support::live_in_dir(&dir);
+    assert!(
+        live.is_empty(),
+        "processes of the dispatch survive: {live:?}"
+    );
+}
