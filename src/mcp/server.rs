@@ -82,37 +82,13 @@ impl DispatchServer {
         args: serde_json::Map<String, serde_json::Value>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let agent_hint = args
-            .get("agent")
-            .and_then(|a| a.as_str())
-            .unwrap_or_default()
-            .to_owned();
-        let args: DispatchArgs = match serde_json::from_value(args.into()) {
-            Ok(a) => a,
-            Err(e) => {
-                return refused(
-                    Identity::requested(&agent_hint, None, None),
-                    Failure::new(
-                        FailureKind::InvalidRequest,
-                        format!("the dispatch arguments do not match the tool's schema: {e}"),
-                    ),
-                );
-            }
+        let req = match self.request(args) {
+            Ok(r) => r,
+            Err(refusal) => return refusal,
         };
-        let identity =
-            Identity::requested(&args.agent, args.model.as_deref(), args.effort.as_deref());
-        let cwd = match args.cwd {
-            Some(c) => self.inner.cwd.join(c),
-            None => self.inner.cwd.clone(),
-        };
-        match roots::declared(&ctx.peer, &ctx.ct).await {
-            Ok(None) => {}
-            Ok(Some(dirs)) => {
-                if let Err(f) = roots::check(&cwd, &dirs) {
-                    return refused(identity, f);
-                }
-            }
-            Err(f) => return refused(identity, f),
+        let identity = Identity::requested(&req.agent, req.model.as_deref(), req.effort.as_deref());
+        if let Err(f) = within_roots(&req.cwd, &ctx).await {
+            return refused(identity, f);
         }
         let gate = match gate::policy_from_env(&self.inner.parent_env) {
             Ok(g) => g,
@@ -123,14 +99,6 @@ impl DispatchServer {
             endpoint: None,
             gate,
         };
-        let req = DispatchRequest {
-            agent: args.agent,
-            task: args.task,
-            scope: args.scope,
-            model: args.model,
-            effort: args.effort,
-            cwd,
-        };
         let cancel: CancellationToken = ctx.ct.clone();
         let token = ctx.meta.get_progress_token();
         let reporter = Reporter::start(ctx.peer.clone(), token, cancel.clone(), &req.agent);
@@ -140,6 +108,39 @@ impl DispatchServer {
         };
         reporter.finish().await;
         result::dispatch(outcome)
+    }
+
+    /// The request the arguments describe; `cwd` defaults to, and is relative to, the server's.
+    fn request(
+        &self,
+        args: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<DispatchRequest, CallToolResult> {
+        let agent = args
+            .get("agent")
+            .and_then(|a| a.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        let args: DispatchArgs = serde_json::from_value(args.into()).map_err(|e| {
+            refused(
+                Identity::requested(&agent, None, None),
+                Failure::new(
+                    FailureKind::InvalidRequest,
+                    format!("the dispatch arguments do not match the tool's schema: {e}"),
+                ),
+            )
+        })?;
+        let cwd = match args.cwd {
+            Some(c) => self.inner.cwd.join(c),
+            None => self.inner.cwd.clone(),
+        };
+        Ok(DispatchRequest {
+            agent: args.agent,
+            task: args.task,
+            scope: args.scope,
+            model: args.model,
+            effort: args.effort,
+            cwd,
+        })
     }
 
     async fn models(
@@ -168,6 +169,17 @@ impl DispatchServer {
         let supervisor = self.inner.supervisor.with_cancel(cancel);
         let infos = inventory::agents(&self.inner.parent_env, &supervisor).await;
         result::listing(&serde_json::json!({ "agents": infos }))
+    }
+}
+
+/// Refuse a `cwd` outside every root the client declared (when it declares any).
+async fn within_roots(
+    cwd: &std::path::Path,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<(), Failure> {
+    match roots::declared(&ctx.peer, &ctx.ct).await? {
+        Some(dirs) => roots::check(cwd, &dirs),
+        None => Ok(()),
     }
 }
 
