@@ -2,7 +2,8 @@
 //! plans), coalesced to at most one message per [`MIN_GAP`], and a heartbeat after
 //! [`HEARTBEAT`] of silence so a host's idle timeout does not fire while the agent thinks.
 //!
-//! The engine's sink is synchronous; it only queues a message. A reporter task sends them and
+//! The engine's sink is synchronous; it only replaces the latest message (a `watch` channel,
+//! so a flood of events costs no memory and the newest one wins). A reporter task sends them and
 //! is stopped before the tool result goes out (a progress notification after the result would
 //! break the protocol). Once the call is cancelled — by the client, or because the server is
 //! shutting down and no longer forwards notifications — it stops at once instead of waiting on
@@ -13,7 +14,7 @@ use std::time::Duration;
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::Peer;
-use tokio::sync::mpsc;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -29,7 +30,7 @@ const MAX_CHARS: usize = 160;
 
 /// Sends one dispatch's progress to the client under the request's progress token.
 pub struct Reporter {
-    tx: Option<mpsc::UnboundedSender<String>>,
+    tx: Option<watch::Sender<Option<String>>>,
     task: Option<JoinHandle<()>>,
     agent: String,
 }
@@ -49,7 +50,7 @@ impl Reporter {
                 agent: agent.to_owned(),
             };
         };
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = watch::channel(None);
         let to = Destination {
             peer,
             token,
@@ -66,7 +67,7 @@ impl Reporter {
     /// Queue a message for an engine event (most events say nothing worth a notification).
     pub fn event(&self, event: &StreamEvent) {
         if let (Some(tx), Some(text)) = (&self.tx, describe(event)) {
-            let _ = tx.send(format!("{}: {}", self.agent, one_line(&text)));
+            tx.send_replace(Some(format!("{}: {}", self.agent, one_line(&text))));
         }
     }
 
@@ -99,7 +100,7 @@ impl Destination {
     }
 }
 
-async fn report(to: Destination, mut rx: mpsc::UnboundedReceiver<String>, agent: String) {
+async fn report(to: Destination, mut rx: watch::Receiver<Option<String>>, agent: String) {
     let started = Instant::now();
     let mut sent = 1u32;
     if !to.send(sent, format!("{agent}: started")).await {
@@ -109,13 +110,14 @@ async fn report(to: Destination, mut rx: mpsc::UnboundedReceiver<String>, agent:
     let mut pending: Option<String> = None;
     loop {
         let message = tokio::select! {
-            msg = rx.recv() => match msg {
+            changed = rx.changed() => match changed {
                 // Latest wins: a flood of events becomes one message per gap.
-                Some(m) => {
-                    pending = Some(m);
+                Ok(()) => {
+                    pending = rx.borrow_and_update().clone();
                     continue;
                 }
-                None => return,
+                // The dispatch is over.
+                Err(_) => return,
             },
             _ = to.cancel.cancelled() => return,
             _ = tokio::time::sleep_until(last + MIN_GAP), if pending.is_some() => {
