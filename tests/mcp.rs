@@ -475,3 +475,40 @@ fn the_handshake_answers_a_newer_revision_with_the_newest_supported() {
         assert!(child.wait().unwrap().success());
     }
 }
+
+#[tokio::test]
+async fn a_call_timeout_stops_the_agent_and_says_so() {
+    let dir = run_dir("mcp-timeout");
+    let home = run_dir("mcp-server");
+    let s = Session::start(home.path(), Host::new(ProtocolVersion::V_2025_11_25)).await;
+    let t = Instant::now();
+    let (r, _) = s
+        .call(
+            "dispatch",
+            json!({ "agent": "codex", "task": "SCENARIO:sleep", "cwd": dir.path(), "timeout": "1s" }),
+        )
+        .await;
+    assert_eq!(r.is_error, Some(true));
+    let sc = r.structured_content.as_ref().unwrap();
+    assert_eq!(sc["failure"]["kind"], "timeout", "{}", text(&r));
+    assert!(
+        text(&r).contains("`timeout`"),
+        "the fix names the argument: {}",
+        text(&r)
+    );
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_tree_gone(dir.path(), Duration::from_secs(1)).await;
+
+    let (r, _) = s
+        .call(
+            "dispatch",
+            json!({ "agent": "codex", "task": "SCENARIO:ok", "cwd": dir.path(), "timeout": "soon" }),
+        )
+        .await;
+    assert_eq!(
+        r.structured_content.as_ref().unwrap()["failure"]["kind"],
+        "invalid-request",
+        "{}",
+        text(&r)
+    );
+}

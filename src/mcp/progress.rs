@@ -9,6 +9,8 @@
 //! shutting down and no longer forwards notifications — it stops at once instead of waiting on
 //! a send that will not complete.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::RoleServer;
@@ -33,6 +35,8 @@ pub struct Reporter {
     tx: Option<watch::Sender<Option<String>>>,
     task: Option<JoinHandle<()>>,
     agent: String,
+    /// The run's token total so far, as the CLI last reported it (shown in heartbeats).
+    tokens: Arc<AtomicU64>,
 }
 
 impl Reporter {
@@ -43,11 +47,13 @@ impl Reporter {
         cancel: CancellationToken,
         agent: &str,
     ) -> Self {
+        let tokens = Arc::new(AtomicU64::new(0));
         let Some(token) = token else {
             return Self {
                 tx: None,
                 task: None,
                 agent: agent.to_owned(),
+                tokens,
             };
         };
         let (tx, rx) = watch::channel(None);
@@ -56,16 +62,20 @@ impl Reporter {
             token,
             cancel,
         };
-        let task = tokio::spawn(report(to, rx, agent.to_owned()));
+        let task = tokio::spawn(report(to, rx, agent.to_owned(), tokens.clone()));
         Self {
             tx: Some(tx),
             task: Some(task),
             agent: agent.to_owned(),
+            tokens,
         }
     }
 
     /// Queue a message for an engine event (most events say nothing worth a notification).
     pub fn event(&self, event: &StreamEvent) {
+        if let StreamEvent::Usage { usage } = event {
+            self.tokens.store(usage.total_tokens(), Ordering::Relaxed);
+        }
         if let (Some(tx), Some(text)) = (&self.tx, describe(event)) {
             tx.send_replace(Some(format!("{}: {}", self.agent, one_line(&text))));
         }
@@ -100,7 +110,12 @@ impl Destination {
     }
 }
 
-async fn report(to: Destination, mut rx: watch::Receiver<Option<String>>, agent: String) {
+async fn report(
+    to: Destination,
+    mut rx: watch::Receiver<Option<String>>,
+    agent: String,
+    tokens: Arc<AtomicU64>,
+) {
     let started = Instant::now();
     let mut sent = 1u32;
     if !to.send(sent, format!("{agent}: started")).await {
@@ -125,7 +140,7 @@ async fn report(to: Destination, mut rx: watch::Receiver<Option<String>>, agent:
                 message
             }
             _ = tokio::time::sleep_until(last + HEARTBEAT), if pending.is_none() => {
-                format!("{agent}: working ({} s)", started.elapsed().as_secs())
+                heartbeat(&agent, started.elapsed(), tokens.load(Ordering::Relaxed))
             }
         };
         sent += 1;
@@ -133,6 +148,16 @@ async fn report(to: Destination, mut rx: watch::Receiver<Option<String>>, agent:
             return;
         }
         last = Instant::now();
+    }
+}
+
+/// `agent: working (35 s)`, with the tokens reported so far once there are any.
+fn heartbeat(agent: &str, elapsed: Duration, tokens: u64) -> String {
+    let secs = elapsed.as_secs();
+    if tokens == 0 {
+        format!("{agent}: working ({secs} s)")
+    } else {
+        format!("{agent}: working ({secs} s, {tokens} tokens so far)")
     }
 }
 
@@ -156,7 +181,11 @@ fn describe(event: &StreamEvent) -> Option<String> {
             ActivityKind::Tool => format!("tool: {text}"),
         }),
         StreamEvent::Error { message } => Some(format!("error: {message}")),
-        StreamEvent::Text { .. } | StreamEvent::Metadata { .. } | StreamEvent::Done { .. } => None,
+        // Usage reaches the host through the heartbeat.
+        StreamEvent::Text { .. }
+        | StreamEvent::Metadata { .. }
+        | StreamEvent::Done { .. }
+        | StreamEvent::Usage { .. } => None,
     }
 }
 
@@ -192,5 +221,13 @@ mod tests {
         };
         assert_eq!(describe(&ev).unwrap(), "running git diff");
         assert!(describe(&StreamEvent::Text { text: "x".into() }).is_none());
+        assert_eq!(
+            heartbeat("a", Duration::from_secs(12), 0),
+            "a: working (12 s)"
+        );
+        assert_eq!(
+            heartbeat("a", Duration::from_secs(12), 345),
+            "a: working (12 s, 345 tokens so far)"
+        );
     }
 }

@@ -121,6 +121,15 @@ fn fix(kind: FailureKind) -> &'static str {
         FailureKind::IncompleteStream => {
             "the CLI stopped without a final answer; retry, and check its version with the `agents` tool."
         }
+        FailureKind::NotLoggedIn => {
+            "log the CLI in as the message says (once, in a terminal), then call again. Nothing ran."
+        }
+        FailureKind::Timeout => {
+            "the agent ran out of time and was stopped; narrow the task, or pass a longer `timeout`."
+        }
+        FailureKind::BudgetExceeded => {
+            "the agent used more tokens than `maxTokens` and was stopped; narrow the task, or raise `maxTokens`."
+        }
         FailureKind::Cancelled => {
             "the call was cancelled and the agent's processes were stopped; call again if the answer is still wanted."
         }

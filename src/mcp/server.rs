@@ -21,6 +21,7 @@ use crate::adapter::Env;
 use crate::contract::{DispatchRequest, DispatchResult, Failure, FailureKind, Identity};
 use crate::dispatch::{self, DispatchOptions};
 use crate::inventory;
+use crate::limits::{self, Limits};
 use crate::readonly::gate;
 use crate::supervise::Supervisor;
 
@@ -42,6 +43,10 @@ struct DispatchArgs {
     effort: Option<String>,
     #[serde(default)]
     cwd: Option<PathBuf>,
+    #[serde(default)]
+    timeout: Option<String>,
+    #[serde(default, rename = "maxTokens")]
+    max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -82,7 +87,7 @@ impl DispatchServer {
         args: serde_json::Map<String, serde_json::Value>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let req = match self.request(args) {
+        let (req, limits) = match self.request(args) {
             Ok(r) => r,
             Err(refusal) => return refusal,
         };
@@ -94,10 +99,15 @@ impl DispatchServer {
             Ok(g) => g,
             Err(f) => return refused(identity, f),
         };
+        let limits = match limits {
+            Ok(l) => l,
+            Err(f) => return refused(identity, f),
+        };
         let opts = DispatchOptions {
             parent_env: self.inner.parent_env.clone(),
             endpoint: None,
             gate,
+            limits,
         };
         let cancel: CancellationToken = ctx.ct.clone();
         let token = ctx.meta.get_progress_token();
@@ -110,11 +120,12 @@ impl DispatchServer {
         result::dispatch(outcome)
     }
 
-    /// The request the arguments describe; `cwd` defaults to, and is relative to, the server's.
+    /// The request the arguments describe (`cwd` defaults to, and is relative to, the
+    /// server's) and its limits: the call's, else the environment's, else the defaults.
     fn request(
         &self,
         args: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<DispatchRequest, CallToolResult> {
+    ) -> Result<(DispatchRequest, Result<Limits, Failure>), CallToolResult> {
         let agent = args
             .get("agent")
             .and_then(|a| a.as_str())
@@ -133,14 +144,22 @@ impl DispatchServer {
             Some(c) => self.inner.cwd.join(c),
             None => self.inner.cwd.clone(),
         };
-        Ok(DispatchRequest {
+        let limits =
+            Limits::from_env(None, args.max_tokens, &self.inner.parent_env).and_then(|mut l| {
+                if let Some(t) = &args.timeout {
+                    l.timeout = limits::parse_timeout(t, "timeout")?;
+                }
+                Ok(l)
+            });
+        let req = DispatchRequest {
             agent: args.agent,
             task: args.task,
             scope: args.scope,
             model: args.model,
             effort: args.effort,
             cwd,
-        })
+        };
+        Ok((req, limits))
     }
 
     async fn models(

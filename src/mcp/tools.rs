@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::adapter::Adapter;
 use crate::adapters;
+use crate::limits;
 
 pub const DISPATCH: &str = "dispatch";
 pub const AGENTS: &str = "agents";
@@ -113,6 +114,19 @@ fn dispatch() -> Tool {
             "cwd": {
                 "type": "string",
                 "description": "Directory the agent works in (absolute, or relative to the server's); default: the server's working directory. Must lie inside a root the client declared.",
+            },
+            "timeout": {
+                "type": "string",
+                "description": format!(
+                    "Wall-clock limit, like \"90s\", \"15m\" or \"1h30m\", or \"off\"; default {} min (or the server's {}). The agent is stopped when it runs out.",
+                    limits::DEFAULT_TIMEOUT.as_secs() / 60,
+                    limits::TIMEOUT_VAR
+                ),
+            },
+            "maxTokens": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Token budget: the agent is stopped at the first usage report over it. Default: none.",
             },
         },
         "required": ["agent", "task"],

@@ -27,11 +27,13 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// An empty CODEX_HOME outside the temp dir (Codex's sandbox breaks under /tmp): no user config.
+#[path = "../support/homes.rs"]
+mod homes;
+
+/// An empty CODEX_HOME outside the temp dir and the clone (Codex's sandbox breaks under /tmp):
+/// no user config.
 pub fn codex_home() -> PathBuf {
-    let d = repo_root().join(".cache/mcp-test-codex-home");
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    homes::shared_home("mcp-test-codex-home")
 }
 
 /// `agent-dispatch mcp` with the fake CLIs first on PATH and the read-only check bypassed, as
