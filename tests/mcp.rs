@@ -6,18 +6,17 @@
 //! it survives.
 
 mod mcp_support;
-mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use mcp_support::support::{live_in_dir, run_dir};
 use mcp_support::*;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use rmcp::model::ProtocolVersion;
 use serde_json::{Value, json};
-use support::{live_in_dir, run_dir};
 
 const VERSIONS: [ProtocolVersion; 2] =
     [ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25];

@@ -27,13 +27,15 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-#[path = "../support/homes.rs"]
-mod homes;
+/// The engine tests' support (run directories, /proc scans, test homes), loaded here so that
+/// the benchmark, which includes this file, has it too.
+#[path = "../support/mod.rs"]
+pub mod support;
 
 /// An empty CODEX_HOME outside the temp dir and the clone (Codex's sandbox breaks under /tmp):
 /// no user config.
 pub fn codex_home() -> PathBuf {
-    homes::shared_home("mcp-test-codex-home")
+    support::homes::shared_home("mcp-test-codex-home")
 }
 
 /// `agent-dispatch mcp` with the fake CLIs first on PATH and the read-only check bypassed, as
