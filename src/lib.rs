@@ -10,7 +10,9 @@
 //! - [`runner`]: run one launch and classify it;
 //! - [`readonly`]: the check and the gate; [`limits`] (time and tokens);
 //!   [`dispatch`]: the service every face calls; [`jobs`] (background dispatches);
-//! - [`protocol`]: the versioned JSONL the CLI writes.
+//! - [`protocol`]: the versioned JSONL the CLI writes; [`inventory`]: agents and models as
+//!   data for every face;
+//! - [`mcp`]: the MCP server face (`agent-dispatch mcp`).
 
 pub mod adapter;
 pub mod adapters;
@@ -18,11 +20,13 @@ pub mod contract;
 pub mod dispatch;
 pub mod env;
 pub mod git;
+pub mod inventory;
 pub mod jobs;
 pub mod launch;
 pub mod launcher;
 pub mod limits;
 pub mod loopback;
+pub mod mcp;
 pub mod program;
 pub mod prompt;
 pub mod protocol;

@@ -2,48 +2,14 @@
 
 use std::process::ExitCode;
 
-use agent_dispatch::adapter::{Capabilities, ReadOnlyBy};
+use agent_dispatch::adapter::ReadOnlyBy;
+use agent_dispatch::env;
+use agent_dispatch::inventory;
 use agent_dispatch::supervise::Supervisor;
-use agent_dispatch::{adapters, env, program};
-use serde::Serialize;
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct AgentInfo {
-    id: &'static str,
-    display_name: &'static str,
-    program: &'static str,
-    installed: bool,
-    path: Option<String>,
-    version: Option<String>,
-    install_hint: &'static str,
-    capabilities: Capabilities,
-    /// What the adapter cannot hide or enforce.
-    limits: &'static [&'static str],
-}
 
 pub async fn agents(json: bool) -> anyhow::Result<ExitCode> {
-    let parent = env::current();
     let supervisor = Supervisor::new();
-    let mut infos = Vec::new();
-    for a in adapters::registry() {
-        let path = program::resolve_program(*a, &parent).ok();
-        let version = match &path {
-            Some(p) => program::version(*a, p, &parent, &supervisor).await.ok(),
-            None => None,
-        };
-        infos.push(AgentInfo {
-            id: a.id(),
-            display_name: a.display_name(),
-            program: a.program(),
-            installed: path.is_some(),
-            path: path.map(|p| p.display().to_string()),
-            version,
-            install_hint: a.install_hint(),
-            capabilities: a.capabilities(),
-            limits: a.limits(),
-        });
-    }
+    let infos = inventory::agents(&env::current(), &supervisor).await;
     supervisor.shutdown().await;
     if json {
         println!("{}", serde_json::to_string_pretty(&infos)?);

@@ -5,6 +5,7 @@ mod agents;
 mod check;
 mod demo;
 mod jobs;
+mod mcp;
 mod models;
 mod run;
 mod view;
@@ -62,6 +63,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve `dispatch`, `agents` and `models` as an MCP server on stdio (for MCP hosts).
+    Mcp,
 }
 
 #[derive(Debug, clap::Args)]
@@ -114,5 +117,6 @@ pub async fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check { agents, json } => check::check(&agents, json).await,
         Command::Jobs(args) => jobs::jobs(args).await,
         Command::Demo { agents } => demo::demo(&agents).await,
+        Command::Mcp => mcp::mcp().await,
     }
 }

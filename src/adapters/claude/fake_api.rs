@@ -33,6 +33,8 @@ pub enum Step {
     BashInput { input: Value },
     /// Call the `Read` tool on this path (absolute, as the real model would).
     Read { path: String },
+    /// Call any other tool the CLI offers (an MCP server's, `mcp__<server>__<tool>`).
+    Tool { name: String, input: Value },
     /// Answer with this text and end the conversation.
     Text(String),
     /// Answer this turn with an HTTP error instead of a message.
@@ -163,6 +165,14 @@ impl Script {
 
     pub fn read(mut self, path: impl Into<String>) -> Self {
         self.steps.push(Step::Read { path: path.into() });
+        self
+    }
+
+    pub fn tool(mut self, name: impl Into<String>, input: Value) -> Self {
+        self.steps.push(Step::Tool {
+            name: name.into(),
+            input,
+        });
         self
     }
 
@@ -403,6 +413,7 @@ async fn handle(
             tool_turn(script.narrate, n, "Read", json!({"file_path": path})),
             "tool_use",
         ),
+        Step::Tool { name, input } => (tool_turn(script.narrate, n, &name, input), "tool_use"),
     };
     let id = format!("msg_fake_{n:04}");
     let streaming = body.get("stream").and_then(Value::as_bool).unwrap_or(false);

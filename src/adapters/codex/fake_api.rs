@@ -46,6 +46,9 @@ pub enum Step {
     Shell { cmd: String },
     /// Call the patch tool with this patch (`*** Begin Patch` … `*** End Patch`).
     ApplyPatch { patch: String },
+    /// Call another freeform tool codex offers with this input (for example `exec`, whose
+    /// JavaScript reaches an MCP server's tools as `tools.mcp__<server>__<tool>(…)`).
+    Custom { name: String, input: String },
     /// Answer with a final assistant message (ends the turn).
     Message { text: String },
     /// Stream `response.failed` with this error message (codex retries, then fails the turn).
@@ -70,6 +73,13 @@ impl Step {
         Step::apply_patch(format!(
             "*** Begin Patch\n*** Add File: {path}\n+{line}\n*** End Patch\n"
         ))
+    }
+
+    pub fn custom(name: impl Into<String>, input: impl Into<String>) -> Self {
+        Step::Custom {
+            name: name.into(),
+            input: input.into(),
+        }
     }
 
     pub fn message(text: impl Into<String>) -> Self {
@@ -327,6 +337,12 @@ async fn handle(
             let item = json!({"type": "function_call", "id": format!("fc_step{step_no}"),
                 "call_id": call_id, "name": SHELL_TOOL,
                 "arguments": json!({"cmd": cmd}).to_string(), "status": "completed"});
+            push_item(&mut events, item);
+            events.push(completed);
+        }
+        Step::Custom { name, input } => {
+            let item = json!({"type": "custom_tool_call", "id": format!("ctc_step{step_no}"),
+                "call_id": call_id, "name": name, "input": input, "status": "completed"});
             push_item(&mut events, item);
             events.push(completed);
         }
