@@ -24,7 +24,7 @@ pub async fn check(agents: &[String], json: bool) -> anyhow::Result<ExitCode> {
     let watcher = {
         let cancel = cancel.clone();
         tokio::spawn(async move {
-            let _ = tokio::signal::ctrl_c().await;
+            agent_dispatch::supervise::lifeline::stop_requested().await;
             cancel.cancel();
         })
     };

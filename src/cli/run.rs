@@ -15,7 +15,6 @@ use agent_dispatch::readonly::gate;
 use agent_dispatch::request::ValidRequest;
 use agent_dispatch::supervise::{Supervisor, lifeline, unix};
 use agent_dispatch::{env, request};
-use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use super::RunArgs;
@@ -174,13 +173,6 @@ fn background(valid: &ValidRequest, task: &str, limits: Limits) -> anyhow::Resul
 
 /// Cancel on SIGTERM, SIGINT, SIGHUP, or lifeline EOF.
 async fn watch_for_cancel(cancel: CancellationToken, lifeline: bool) {
-    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::hangup()),
-    ) else {
-        return;
-    };
     let lifeline = async {
         if lifeline {
             lifeline::stdin_closed().await
@@ -189,9 +181,7 @@ async fn watch_for_cancel(cancel: CancellationToken, lifeline: bool) {
         }
     };
     tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-        _ = hup.recv() => {}
+        _ = lifeline::stop_requested() => {}
         _ = lifeline => {}
     }
     cancel.cancel();

@@ -20,7 +20,6 @@ pub use server::{DispatchServer, NEWEST_PROTOCOL};
 
 use rmcp::ServiceExt;
 use rmcp::service::ServerInitializeError;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::env;
@@ -75,17 +74,6 @@ pub async fn serve() -> Result<(), ServeError> {
 
 /// Stop serving on SIGTERM, SIGINT or SIGHUP.
 async fn cancel_on_signal(shutdown: CancellationToken) {
-    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::hangup()),
-    ) else {
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-        _ = hup.recv() => {}
-    }
+    crate::supervise::lifeline::stop_requested().await;
     shutdown.cancel();
 }

@@ -14,3 +14,22 @@ pub async fn stdin_closed() {
         }
     }
 }
+
+/// Resolves when this process is asked to stop: SIGTERM, SIGINT or SIGHUP. Every face cancels its
+/// dispatches on it, so a terminal's Ctrl-C, a host closing the session and a supervisor's
+/// SIGTERM all take the same path. Pending forever if the handlers cannot be installed.
+pub async fn stop_requested() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+        _ = hup.recv() => {}
+    }
+}
