@@ -46,8 +46,10 @@ fn ms(d: Duration) -> String {
 }
 
 /// A CODEX_HOME outside the temp dir with no config, so the adapter reads nothing.
+/// An empty CODEX_HOME outside the temp dir and outside the clone (which may be under it).
 fn codex_home() -> PathBuf {
-    let d = root().join(".cache/bench-codex-home");
+    let home = std::env::var_os("HOME").map(PathBuf::from).expect("HOME");
+    let d = home.join(".cache/agent-dispatch-tests/bench-codex-home");
     std::fs::create_dir_all(&d).unwrap();
     d
 }
