@@ -33,6 +33,12 @@ pub struct GeminiAdapter;
 /// 250 KiB and 300 KiB prompts; 190 KiB arrived whole).
 pub const MAX_PROMPT_BYTES: usize = 160 * 1024;
 
+/// What the wall cannot hide or enforce (`agents` shows it; `docs/security.md` has the evidence).
+const LIMITS: &[&str] = &[
+    "the Landlock wall does not restrict the network by host, nor connecting to named unix sockets (a reachable /var/run/docker.sock, for one)",
+    "what Gemini CLI itself must read (its login in the private home) is readable by its shell tool too: the wall applies to the whole process tree alike",
+];
+
 #[async_trait]
 impl Adapter for GeminiAdapter {
     fn id(&self) -> &'static str {
@@ -102,5 +108,9 @@ impl Adapter for GeminiAdapter {
 
     fn self_check(&self) -> Option<&dyn SelfCheck> {
         Some(&check::GeminiSelfCheck)
+    }
+
+    fn limits(&self) -> &'static [&'static str] {
+        LIMITS
     }
 }
