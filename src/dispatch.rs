@@ -80,7 +80,6 @@ async fn unlimited(
     cancel: CancellationToken,
     sink: &mut (dyn FnMut(StreamEvent) + Send),
 ) -> DispatchResult {
-    let adapter = req.adapter;
     match gated(req, opts, supervisor, cancel.clone(), sink).await {
         Ok(program) => {
             runner::run(
@@ -94,10 +93,7 @@ async fn unlimited(
             )
             .await
         }
-        Err(f) => DispatchResult::early_failure(
-            Identity::requested(adapter.id(), req.model.as_deref(), req.effort.as_deref()),
-            f,
-        ),
+        Err(f) => DispatchResult::early_failure(req.identity(), f),
     }
 }
 

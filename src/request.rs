@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::adapter::Adapter;
 use crate::adapters;
-use crate::contract::{DispatchRequest, Failure, FailureKind};
+use crate::contract::{DispatchRequest, Failure, FailureKind, Identity};
 
 /// A request that passed validation: the adapter exists and every field is usable.
 #[derive(Clone)]
@@ -16,6 +16,17 @@ pub struct ValidRequest {
     pub effort: Option<String>,
     /// Canonical and existing.
     pub cwd: PathBuf,
+}
+
+impl ValidRequest {
+    /// The identity this request starts with: requested values, nothing confirmed yet.
+    pub fn identity(&self) -> Identity {
+        Identity::requested(
+            self.adapter.id(),
+            self.model.as_deref(),
+            self.effort.as_deref(),
+        )
+    }
 }
 
 impl std::fmt::Debug for ValidRequest {

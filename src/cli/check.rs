@@ -21,13 +21,7 @@ pub async fn check(agents: &[String], json: bool) -> anyhow::Result<ExitCode> {
     let parent = env::current();
     let supervisor = Supervisor::new();
     let cancel = CancellationToken::new();
-    let watcher = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            agent_dispatch::supervise::lifeline::stop_requested().await;
-            cancel.cancel();
-        })
-    };
+    let watcher = agent_dispatch::supervise::lifeline::cancel_on_stop(cancel.clone());
     let mut reports = Vec::new();
     for a in selected {
         let progress = (!json).then(|| {

@@ -58,13 +58,7 @@ pub async fn demo(agents: &[String]) -> anyhow::Result<ExitCode> {
     };
     let supervisor = Supervisor::new();
     let cancel = CancellationToken::new();
-    let watcher = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            agent_dispatch::supervise::lifeline::stop_requested().await;
-            cancel.cancel();
-        })
-    };
+    let watcher = agent_dispatch::supervise::lifeline::cancel_on_stop(cancel.clone());
     let mut all_passed = true;
     for a in selected {
         all_passed &= demo_one(a, &parent, &supervisor, cancel.clone()).await?;

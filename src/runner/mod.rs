@@ -48,7 +48,7 @@ pub async fn run(
 ) -> DispatchResult {
     let started = Instant::now();
     let adapter = req.adapter;
-    let identity = Identity::requested(adapter.id(), req.model.as_deref(), req.effort.as_deref());
+    let identity = req.identity();
     let early = |f: Failure| {
         let mut r = DispatchResult::early_failure(identity.clone(), f);
         r.duration_ms = started.elapsed().as_millis() as u64;

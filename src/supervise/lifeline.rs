@@ -33,3 +33,12 @@ pub async fn stop_requested() {
         _ = hup.recv() => {}
     }
 }
+
+/// Cancel `cancel` when this process is asked to stop ([`stop_requested`]); abort the returned
+/// task once the work is done.
+pub fn cancel_on_stop(cancel: tokio_util::sync::CancellationToken) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        stop_requested().await;
+        cancel.cancel();
+    })
+}
