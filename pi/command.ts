@@ -1,6 +1,7 @@
 /**
  * `/dispatch` for a person: run a dispatch with a live widget (Esc cancels), list an agent's models,
- * or run the read-only check; each lands in the session as a message (`messages.ts`).
+ * run the read-only check, list background jobs or show one's result, cancel or keep a job; each
+ * lands in the session as a message (`messages.ts`) or a notification.
  */
 
 import type { ExtensionAPI, ExtensionContext, Theme } from "@earendil-works/pi-coding-agent";
@@ -11,9 +12,20 @@ import { type DispatchDetails, finalDetails, modelText, progressText, runningDet
 import { type DispatchParams, type Outcome, startDispatch } from "./dispatch.ts";
 import { listModels, runCheck } from "./discovery.ts";
 import type { Host } from "./host.ts";
-import { catalogueText, checkText, MSG_CHECK, MSG_MODELS, MSG_RESULT, registerMessageRenderers } from "./messages.ts";
-import type { CheckReport, ModelCatalogue } from "./protocol.ts";
-import { type CallArgs, callLines, runningLines } from "./render.ts";
+import type { JobTracker } from "./jobs.ts";
+import {
+	catalogueText,
+	checkText,
+	jobMessage,
+	MSG_CHECK,
+	MSG_JOBS,
+	MSG_MODELS,
+	MSG_RESULT,
+	registerMessageRenderers,
+} from "./messages.ts";
+import { type CheckReport, type JobView, jobFinished, type ModelCatalogue } from "./protocol.ts";
+import { type CallArgs, callLines, jobsText, runningLines } from "./render.ts";
+import { refuseInPrintMode } from "./print-mode.ts";
 
 type Level = "info" | "warning" | "error";
 
@@ -26,19 +38,20 @@ function errorText(e: unknown): string {
 	return e instanceof Error ? e.message : String(e);
 }
 
-export function registerDispatchCommand(pi: ExtensionAPI, host: Host): void {
+export function registerDispatchCommand(pi: ExtensionAPI, host: Host, jobs: JobTracker): void {
 	registerMessageRenderers(pi);
 	const agentIds = host.agents.map((a) => a.id);
 
 	pi.registerCommand("dispatch", {
 		description:
-			"Run another coding agent read-only: /dispatch AGENT TASK · /dispatch models AGENT · /dispatch check [AGENT…]",
+			"Run another coding agent read-only: /dispatch AGENT TASK · models AGENT · check [AGENT…] · jobs [ID] · cancel ID · keep ID",
 		getArgumentCompletions: (prefix) => {
 			const words = [...agentIds, ...SUBCOMMANDS.filter((s) => s !== "help")];
 			const items = words.filter((w) => w.startsWith(prefix.trim())).map((w) => ({ value: `${w} `, label: w }));
 			return items.length ? items : null;
 		},
 		handler: async (args, ctx) => {
+			if (refuseInPrintMode(ctx)) return;
 			const parsed = parseDispatchArgs(args);
 			switch (parsed.kind) {
 				case "help": {
@@ -54,6 +67,16 @@ export function registerDispatchCommand(pi: ExtensionAPI, host: Host): void {
 					return;
 				case "run":
 					await personDispatch(parsed, ctx);
+					return;
+				case "jobs":
+					await (parsed.id ? showJob(parsed.id, ctx) : listJobs(ctx));
+					return;
+				case "cancel":
+					await cancelJob(parsed.id, ctx);
+					return;
+				case "keep":
+					if (jobs.keep(parsed.id)) say(ctx, `job ${parsed.id} is kept: it runs on if this session ends; /dispatch jobs ${parsed.id} shows its result later`, "info");
+					else say(ctx, `job ${parsed.id} was not started by this session (only those are cancelled when it ends)`, "warning");
 					return;
 			}
 		},
@@ -98,9 +121,51 @@ export function registerDispatchCommand(pi: ExtensionAPI, host: Host): void {
 		pi.sendMessage({ customType: MSG_CHECK, content: reports.map(checkText).join("\n\n"), display: true, details: reports });
 	}
 
+	/** `/dispatch jobs`: every job on this machine, and the results of this session's finished ones. */
+	async function listJobs(ctx: ExtensionContext): Promise<void> {
+		if (!binaryOrSay(ctx)) return;
+		let views: JobView[];
+		try {
+			views = await jobs.list();
+		} catch (e) {
+			say(ctx, `/dispatch jobs: ${errorText(e)}`, "warning");
+			return;
+		}
+		pi.sendMessage({ customType: MSG_JOBS, content: jobsText(views, jobs.all()), display: true, details: views });
+	}
+
+	/** `/dispatch jobs ID`: a finished job's result as a message (any job on this machine, e.g. a kept one). */
+	async function showJob(id: string, ctx: ExtensionContext): Promise<void> {
+		if (!binaryOrSay(ctx)) return;
+		try {
+			const view = await jobs.show(id);
+			if (!jobFinished(view.state)) {
+				say(ctx, `job ${id} is ${view.state} (${view.agent} in ${view.cwd}); /dispatch cancel ${id} stops it`, "info");
+				return;
+			}
+			const mine = jobs.get(id);
+			const outcome = mine?.outcome ?? (await jobs.outcome(view));
+			const params = mine?.params ?? { agent: view.agent, task: "", cwd: view.cwd, model: view.model, effort: view.effort, scope: view.scope };
+			pi.sendMessage(jobMessage({ id, keep: mine?.keep ?? false, params }, outcome));
+		} catch (e) {
+			say(ctx, `/dispatch jobs ${id}: ${errorText(e)}`, "warning");
+		}
+	}
+
+	/** `/dispatch cancel ID`: that job only; returns once the binary says its tree is gone. */
+	async function cancelJob(id: string, ctx: ExtensionContext): Promise<void> {
+		if (!binaryOrSay(ctx)) return;
+		try {
+			const view = await jobs.cancel(id);
+			say(ctx, `job ${id}: ${view.state}`, "info");
+		} catch (e) {
+			say(ctx, `/dispatch cancel ${id}: ${errorText(e)}`, "warning");
+		}
+	}
+
 	/** A person's dispatch: live tail in a widget, Esc cancels, the result lands as a message. */
 	async function personDispatch(
-		req: { agent: string; task: string; model?: string; effort?: string; scope?: string },
+		req: Omit<DispatchParams, "cwd">,
 		ctx: ExtensionContext,
 	): Promise<void> {
 		const p: DispatchParams = { ...req, cwd: ctx.cwd };

@@ -21,7 +21,8 @@ export const EMPTY_ANSWER = "(the agent returned an empty answer)";
 export interface DispatchDetails {
 	/** Shape version of this record. */
 	v: 1;
-	status: "running" | "succeeded" | "failed";
+	/** `background`: handed to a job (`job` says which); its result comes later as a message. */
+	status: "running" | "background" | "succeeded" | "failed";
 	agent: string;
 	task: string;
 	scope: string | null;
@@ -48,6 +49,15 @@ export interface DispatchDetails {
 	 * is the model-facing content itself and is not repeated here.
 	 */
 	partialAnswer: string;
+	/** For a background dispatch: the job that carries it, and whether it outlives this session. */
+	job?: JobRef;
+}
+
+/** A background job, as a `details` record names it. */
+export interface JobRef {
+	id: string;
+	/** Not cancelled when the session that started it ends. */
+	keep: boolean;
 }
 
 function preview(s: string, n: number): string {
@@ -148,4 +158,38 @@ export function modelText(d: DispatchDetails, o: Outcome): string {
 	const stderr = d.stderrTail.trim();
 	if (stderr) parts.push(`Diagnostics (stderr tail):\n${stderr.slice(-STDERR_FOR_MODEL)}`);
 	return parts.join("\n\n");
+}
+
+/** A dispatch handed to a background job: nothing has run yet as far as this session knows. */
+export function backgroundDetails(params: DispatchParams, job: JobRef): DispatchDetails {
+	const nothing: Progress = {
+		identity: pendingIdentity(params.agent, params.model, params.effort),
+		activity: [],
+		eventCount: 0,
+		sessionId: null,
+		program: null,
+		started: false,
+		elapsedMs: 0,
+	};
+	return { ...runningDetails(params, nothing), status: "background", job };
+}
+
+/** What the model is told when its background dispatch has started: the id, and what happens next. */
+export function backgroundText(d: DispatchDetails): string {
+	const id = d.job?.id ?? "?";
+	return [
+		`Started ${d.agent} as background job ${id}; this call returns now and the job runs on.`,
+		"When it ends, its result is posted into this conversation as a message and you get a turn to act on it: do not wait or poll for it.",
+		`The person can list jobs with /dispatch jobs and cancel this one with /dispatch cancel ${id} (outside Pi: agent-dispatch jobs show ${id}).`,
+		d.job?.keep
+			? "It is kept: it runs on even if this session ends first."
+			: `It is cancelled if this session ends first (the person can keep it with /dispatch keep ${id}).`,
+	].join("\n");
+}
+
+/** The message that reports a finished job: which job, then the same text a blocking dispatch returns. */
+export function jobEndText(d: DispatchDetails, o: Outcome): string {
+	const id = d.job?.id ?? "?";
+	const how = d.status === "succeeded" ? "finished" : `ended: ${d.failure?.kind ?? "failed"}`;
+	return `Background dispatch job ${id} (${d.agent}) ${how}.\n\n${modelText(d, o)}`;
 }

@@ -40,6 +40,10 @@ export interface DispatchParams {
 	effort?: string;
 	/** Absolute working directory for the agent. */
 	cwd: string;
+	/** Wall-clock limit (`90s`, `15m`, `off`); the binary's default (30 min, or its config) when absent. */
+	timeout?: string;
+	/** Token budget: the run fails with `budget-exceeded` at the first usage report over it. */
+	maxTokens?: number;
 }
 
 /** A snapshot of a running dispatch, handed to the progress callback. */
@@ -80,11 +84,17 @@ export interface StartOptions {
 	registry?: ProcessRegistry;
 }
 
-function buildArgs(p: DispatchParams, taskFile: string | null): string[] {
-	const args = ["run", "--agent", p.agent, "--lifeline", "--cwd", p.cwd];
+/**
+ * `agent-dispatch run` for these parameters: `--lifeline` for a dispatch the extension holds,
+ * `--background` for one handed to a job (`jobs.ts`). Everything else is the same.
+ */
+export function buildArgs(p: DispatchParams, taskFile: string | null, mode: "lifeline" | "background" = "lifeline"): string[] {
+	const args = ["run", "--agent", p.agent, `--${mode}`, "--cwd", p.cwd];
 	if (p.model) args.push("--model", p.model);
 	if (p.effort) args.push("--effort", p.effort);
 	if (p.scope) args.push("--scope", p.scope);
+	if (p.timeout) args.push("--timeout", p.timeout);
+	if (p.maxTokens !== undefined) args.push("--max-tokens", String(p.maxTokens));
 	if (taskFile) args.push("--task-file", taskFile);
 	else args.push("--", p.task);
 	return args;
@@ -195,11 +205,9 @@ export class RunningDispatch implements Cancellable {
 
 	/** A task too long for argv goes to a private temporary file, removed when the dispatch ends. */
 	private writeTaskFile(): string | null {
-		if (Buffer.byteLength(this.params.task, "utf8") <= TASK_ARG_MAX_BYTES) return null;
-		this.taskDir = mkdtempSync(join(tmpdir(), "agent-dispatch-task-"));
-		const file = join(this.taskDir, "task.txt");
-		writeFileSync(file, this.params.task, { mode: 0o600 });
-		return file;
+		const t = taskFile(this.params.task);
+		this.taskDir = t?.dir ?? null;
+		return t?.file ?? null;
 	}
 
 	private onLine(raw: string): void {
@@ -310,6 +318,18 @@ function signalNumber(sig: NodeJS.Signals | null): number | undefined {
 	if (!sig) return undefined;
 	const n = (osConstants.signals as Record<string, number>)[sig];
 	return typeof n === "number" ? n : undefined;
+}
+
+/**
+ * A task too long for argv, in a private temporary file (`dir` is for the caller to remove once the
+ * binary has read it); null when the task fits in argv.
+ */
+export function taskFile(task: string): { dir: string; file: string } | null {
+	if (Buffer.byteLength(task, "utf8") <= TASK_ARG_MAX_BYTES) return null;
+	const dir = mkdtempSync(join(tmpdir(), "agent-dispatch-task-"));
+	const file = join(dir, "task.txt");
+	writeFileSync(file, task, { mode: 0o600 });
+	return { dir, file };
 }
 
 /** Start a dispatch. The returned object's `done` always resolves. */

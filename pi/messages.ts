@@ -1,12 +1,15 @@
 /**
- * The messages `/dispatch` posts into the session, and how they are drawn: a dispatch's result
- * (the same collapsed/expanded view as the tool row), a model catalogue, a read-only check report.
+ * The messages the extension posts into the session, and how they are drawn: a dispatch's result
+ * (the same collapsed/expanded view as the tool row), a background job's result, the job list, a
+ * model catalogue, a read-only check report.
  */
 
-import type { ExtensionAPI, Theme } from "@earendil-works/pi-coding-agent";
+import type { ExtensionAPI, MessageRenderOptions, Theme } from "@earendil-works/pi-coding-agent";
 import { Box, type Component, Text } from "@earendil-works/pi-tui";
 
-import { isDetails } from "./details.ts";
+import { type DispatchDetails, finalDetails, isDetails, jobEndText } from "./details.ts";
+import type { Outcome } from "./dispatch.ts";
+import type { TrackedJob } from "./jobs.ts";
 import type { CheckReport, ModelCatalogue } from "./protocol.ts";
 import { callLines } from "./render.ts";
 import { resultComponent, textOf } from "./view.ts";
@@ -15,6 +18,16 @@ import { resultComponent, textOf } from "./view.ts";
 export const MSG_RESULT = "dispatch";
 export const MSG_MODELS = "dispatch-models";
 export const MSG_CHECK = "dispatch-check";
+/** A background job's result (posted when it ends, or on `/dispatch jobs ID`). */
+export const MSG_JOB = "dispatch-job";
+/** `/dispatch jobs`: this machine's jobs. */
+export const MSG_JOBS = "dispatch-jobs";
+
+/** A finished job as a message: `details` is a dispatch's, with the job named. */
+export function jobMessage(job: Pick<TrackedJob, "id" | "keep" | "params">, o: Outcome) {
+	const d: DispatchDetails = { ...finalDetails(job.params, o), job: { id: job.id, keep: job.keep } };
+	return { customType: MSG_JOB, content: jobEndText(d, o), display: true, details: d };
+}
 
 /** One agent's check report as a few lines a person reads. */
 export function checkText(r: CheckReport): string {
@@ -47,22 +60,38 @@ function messageBox(pad: number, theme: Theme, ...children: Component[]): Box {
 }
 
 export function registerMessageRenderers(pi: ExtensionAPI): void {
-	pi.registerMessageRenderer(MSG_RESULT, (message, options, theme) => {
-		const d = message.details;
-		if (!isDetails(d)) return undefined;
-		const call = callLines(
-			{ agent: d.agent, task: d.task, model: d.identity.requested.model ?? undefined, effort: d.identity.requested.effort ?? undefined },
-			d.identity,
-			theme,
-			"/dispatch",
-		);
-		const answer = d.status === "succeeded" ? textOf(message.content) : "";
-		return messageBox(
-			options.outputPad,
-			theme,
-			new Text(call.join("\n"), 0, 0),
-			resultComponent(d, answer, options.expanded, theme, options.keyHint),
-		);
+	/**
+	 * A dispatch's result as a message: the call row titled `title`, then the tool row's view. A job's
+	 * content starts with a line naming the job (for the model); `answerOf` strips it.
+	 */
+	const resultMessage =
+		(title: (d: DispatchDetails) => string, answerOf: (content: string) => string) =>
+		(message: { content: unknown; details?: unknown }, options: MessageRenderOptions, theme: Theme) => {
+			const d = message.details;
+			if (!isDetails(d)) return undefined;
+			const call = callLines(
+				{ agent: d.agent, task: d.task, model: d.identity.requested.model ?? undefined, effort: d.identity.requested.effort ?? undefined },
+				d.identity,
+				theme,
+				title(d),
+			);
+			const answer = d.status === "succeeded" ? answerOf(textOf(message.content)) : "";
+			return messageBox(
+				options.outputPad,
+				theme,
+				new Text(call.join("\n"), 0, 0),
+				resultComponent(d, answer, options.expanded, theme, options.keyHint),
+			);
+		};
+	pi.registerMessageRenderer(MSG_RESULT, resultMessage(() => "/dispatch", (text) => text));
+	pi.registerMessageRenderer(
+		MSG_JOB,
+		resultMessage((d) => `job ${d.job?.id ?? ""}`, (text) => text.slice(text.indexOf("\n\n") + 2)),
+	);
+
+	pi.registerMessageRenderer(MSG_JOBS, (message, options, theme) => {
+		const title = theme.fg("toolTitle", theme.bold("/dispatch jobs "));
+		return messageBox(options.outputPad, theme, new Text(title + textOf(message.content), 0, 0));
 	});
 
 	pi.registerMessageRenderer(MSG_MODELS, (message, options, theme) => {

@@ -40,7 +40,9 @@ export type StreamEvent =
 	| { type: "metadata"; sessionId?: string; model?: string; effort?: string }
 	| { type: "notice"; level: NoticeLevel; message: string }
 	| { type: "error"; message: string }
-	| { type: "done"; success: boolean };
+	| { type: "done"; success: boolean }
+	/** The usage reported so far in this run: a running total, not a delta (budgets are enforced on it). */
+	| { type: "usage"; usage: ProtocolUsage };
 
 /** Normalised usage: `input` excludes cache reads and writes; `reasoning` is part of `output`. */
 export interface ProtocolUsage {
@@ -59,15 +61,21 @@ export type FailureKind =
 	| "not-installed"
 	| "spawn-failed"
 	| "read-only-unavailable"
+	| "not-logged-in"
 	| "nonzero-exit"
 	| "signal"
 	| "error-envelope"
 	| "malformed-stream"
 	| "incomplete-stream"
-	| "cancelled";
+	| "cancelled"
+	| "timeout"
+	| "budget-exceeded";
 
-/** Kinds only the extension reports: the binary could not be found, or started, or understood. */
-export type ExtensionFailureKind = "dispatcher-not-found" | "dispatcher-failed";
+/**
+ * Kinds only the extension reports: the binary could not be found, or started, or understood; or a
+ * background job ended without a result (its worker died: the job store says `lost`).
+ */
+export type ExtensionFailureKind = "dispatcher-not-found" | "dispatcher-failed" | "job-lost";
 
 export interface Failure {
 	kind: FailureKind | ExtensionFailureKind;
@@ -95,7 +103,35 @@ export interface DispatchResult {
 export type Line =
 	| { type: "started"; protocol: number; identity: Identity; program: string; cwd: string }
 	| { type: "event"; protocol: number; event: StreamEvent }
-	| ({ type: "result"; protocol: number } & DispatchResult);
+	| ({ type: "result"; protocol: number } & DispatchResult)
+	/** `run --background`'s only line: the job that now carries the dispatch. */
+	| { type: "job"; protocol: number; id: string };
+
+/** Where a background job is in its life (`agent-dispatch jobs`). `lost`: its worker died without a result. */
+export type JobState = "queued" | "running" | "succeeded" | "failed" | "cancelled" | "lost";
+
+/** One job of `agent-dispatch jobs --json` / `jobs show ID --json` (see src/jobs/store.rs). */
+export interface JobView {
+	id: string;
+	agent: string;
+	cwd: string;
+	model?: string;
+	effort?: string;
+	scope?: string;
+	limits: { timeoutMs: number | null; maxTokens: number | null };
+	/** Milliseconds since the Unix epoch. */
+	createdAt: number;
+	state: JobState;
+	startedAt: number | null;
+	finishedAt: number | null;
+	/** The protocol `result` line, once finished (null while running, and for a lost job). */
+	result: Extract<Line, { type: "result" }> | null;
+}
+
+/** A job has ended (its result, if any, is final). */
+export function jobFinished(state: JobState): boolean {
+	return state !== "queued" && state !== "running";
+}
 
 /** One entry of `agent-dispatch agents --json`. */
 export interface AgentInfo {

@@ -11,7 +11,8 @@
 
 import type { ActivityItem } from "./activity.ts";
 import type { DispatchDetails } from "./details.ts";
-import type { Identity, PiUsage, Reported } from "./protocol.ts";
+import type { TrackedJob } from "./jobs.ts";
+import { type Identity, type JobView, jobFinished, type PiUsage, type Reported } from "./protocol.ts";
 
 /** The part of Pi's theme the renderers use. */
 export interface ThemeLike {
@@ -151,6 +152,14 @@ export function runningLines(d: DispatchDetails, theme: ThemeLike): string[] {
 	return tail.length ? [status, ...tail] : [status, theme.fg("dim", "  waiting for the agent…")];
 }
 
+/** Handed to a background job: which one, and that its result comes later. */
+export function backgroundLines(d: DispatchDetails, theme: ThemeLike): string[] {
+	const id = d.job?.id ?? "?";
+	const first = `${theme.fg("accent", "⏵")} ${d.agent} running in the background ${theme.fg("dim", `· job ${id}`)}`;
+	const after = d.job?.keep ? "kept if this session ends" : "cancelled if this session ends first";
+	return [first, theme.fg("dim", `  its result is posted here when it ends · ${after} · /dispatch jobs · /dispatch cancel ${id}`)];
+}
+
 /** Done, collapsed: one or two lines, the second ending with the expand hint. */
 export function summaryLines(d: DispatchDetails, answer: string, theme: ThemeLike, keyHint: KeyHint): string[] {
 	const hint = theme.fg("dim", `(${keyHint("app.tools.expand", "to expand")})`);
@@ -234,6 +243,41 @@ export function expandedView(d: DispatchDetails, answer: string, theme: ThemeLik
 		for (const a of d.activity.slice(-LIVE_TAIL)) tail.push(`  ${activityLine(a, theme)}`);
 	}
 	return { head, answer: ok ? answer : d.partialAnswer, tail };
+}
+
+/** A finished job's answer shown in the `/dispatch jobs` list. */
+const JOB_PREVIEW = 2000;
+
+function ago(ms: number, now: number): string {
+	const s = Math.max(0, Math.round((now - ms) / 1000));
+	if (s < 90) return `${s}s ago`;
+	if (s < 90 * 60) return `${Math.round(s / 60)}m ago`;
+	return `${Math.round(s / 3600)}h ago`;
+}
+
+/**
+ * `/dispatch jobs`: every job on this machine with its state (this session's marked, and whether
+ * kept), then the results of this session's finished jobs.
+ */
+export function jobsText(views: JobView[], mine: TrackedJob[], now = Date.now()): string {
+	const byId = new Map(mine.map((j) => [j.id, j]));
+	const lines = [`${views.length} background job${views.length === 1 ? "" : "s"} on this machine`];
+	for (const v of [...views].sort((a, b) => b.createdAt - a.createdAt)) {
+		const j = byId.get(v.id);
+		const tag = j ? (j.keep ? " [this session, kept]" : " [this session]") : "";
+		const why = v.result?.failure ? ` (${v.result.failure.kind})` : "";
+		lines.push(`${v.id}  ${v.state}${why}  ${v.agent}  ${ago(v.createdAt, now)}  ${v.cwd}${tag}`);
+	}
+	const done = mine.filter((j) => j.outcome);
+	for (const j of done) {
+		const r = j.outcome!.result;
+		const body = r.ok ? r.text : `${r.failure?.kind ?? "failed"}: ${r.failure?.message ?? ""}`;
+		const cut = body.length > JOB_PREVIEW ? `${body.slice(0, JOB_PREVIEW - 1)}…` : body;
+		lines.push("", `── ${j.id} (${j.params.agent}) ${r.ok ? "succeeded" : "failed"}`, cut);
+	}
+	const running = views.filter((v) => !jobFinished(v.state)).length;
+	if (running) lines.push("", "A running job: /dispatch cancel ID. Any finished job's result: /dispatch jobs ID.");
+	return lines.join("\n");
 }
 
 /** A theme that adds no styling (tests, plain-text contexts). */

@@ -10,9 +10,19 @@ import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 import { Text } from "@earendil-works/pi-tui";
 import { type Static, Type } from "typebox";
 
-import { finalDetails, isDetails, modelText, notFoundDetails, progressText, runningDetails } from "./details.ts";
+import {
+	backgroundDetails,
+	backgroundText,
+	finalDetails,
+	isDetails,
+	modelText,
+	notFoundDetails,
+	progressText,
+	runningDetails,
+} from "./details.ts";
 import { type DispatchParams, type Outcome, startDispatch } from "./dispatch.ts";
 import type { Host } from "./host.ts";
+import type { JobTracker, TrackedJob } from "./jobs.ts";
 import type { AgentInfo, Identity } from "./protocol.ts";
 import { callLines } from "./render.ts";
 import { resultComponent, textOf } from "./view.ts";
@@ -32,6 +42,21 @@ export const DISPATCH_PARAMETERS = Type.Object({
 	model: Type.Optional(Type.String({ description: "Model, passed unchanged. Omit for the CLI's default." })),
 	effort: Type.Optional(Type.String({ description: "Reasoning effort, passed unchanged. Omit for the CLI's default." })),
 	cwd: Type.Optional(Type.String({ description: "Working directory for the agent (default: the current one)." })),
+	timeout: Type.Optional(
+		Type.String({ description: "Wall-clock limit such as 90s, 15m, 1h (default 30m). Past it the dispatch fails with `timeout`." }),
+	),
+	maxTokens: Type.Optional(
+		Type.Integer({ minimum: 1, description: "Token budget; past it the dispatch fails with `budget-exceeded`." }),
+	),
+	background: Type.Optional(
+		Type.Boolean({
+			description:
+				"Run as a background job: return at once with its id; the result is posted into this conversation when it ends.",
+		}),
+	),
+	keep: Type.Optional(
+		Type.Boolean({ description: "With background: let the job run on if this session ends first (default: it is cancelled)." }),
+	),
 });
 
 export type DispatchToolArgs = Static<typeof DISPATCH_PARAMETERS>;
@@ -56,10 +81,11 @@ function describeAgents(agents: readonly AgentInfo[]): string {
 
 function toolDescription(host: Host): string {
 	return [
-		"Run another coding-agent CLI as a blocking, read-only subagent and return its full answer.",
+		"Run another coding-agent CLI as a read-only subagent and return its full answer (or, with background: true, start it as a job and return at once).",
 		"The agent works in `cwd` under its own sandbox: it can read files and run commands but cannot change anything.",
 		"Use it for an independent second opinion, a review, or an investigation. The task is passed unchanged.",
 		"model and effort go to the CLI unchanged; omit them to use the CLI's own configured defaults.",
+		"background: true returns at once with a job id while the agent works (for long reviews); its result arrives later in this conversation as a message, with a new turn. Do not poll for it. A background job is cancelled when this session ends unless keep: true.",
 		host.agents.length
 			? `Agents:\n${describeAgents(host.agents)}`
 			: `No agents available: ${host.loadProblem ?? "unknown"}`,
@@ -76,7 +102,7 @@ function identityKey(id: Identity | undefined): string {
 	return id ? JSON.stringify(id.confirmed) : "";
 }
 
-export function registerDispatchTool(pi: ExtensionAPI, host: Host): void {
+export function registerDispatchTool(pi: ExtensionAPI, host: Host, jobs: JobTracker): void {
 	pi.registerTool({
 		name: TOOL_NAME,
 		label: "Dispatch",
@@ -95,12 +121,18 @@ export function registerDispatchTool(pi: ExtensionAPI, host: Host): void {
 				model: args.model || undefined,
 				effort: args.effort || undefined,
 				cwd: resolve(ctx.cwd, args.cwd || "."),
+				timeout: args.timeout || undefined,
+				maxTokens: args.maxTokens,
 			};
 			let bin: string;
 			try {
 				bin = host.binary();
 			} catch (e) {
 				return notFoundResult(p, e);
+			}
+			if (args.background) {
+				const submitted = await jobs.submit(p, args.keep === true);
+				return submitted.kind === "job" ? backgroundResult(p, submitted.job) : toolResult(p, submitted.outcome);
 			}
 			const run = startDispatch(bin, p, {
 				signal,
@@ -152,6 +184,12 @@ function notFoundResult(p: DispatchParams, e: unknown) {
 		details: notFoundDetails(p, message),
 		isError: true,
 	};
+}
+
+/** A background dispatch has started: the job id and what happens next (not an error, no usage yet). */
+function backgroundResult(p: DispatchParams, job: TrackedJob) {
+	const d = backgroundDetails(p, { id: job.id, keep: job.keep });
+	return { content: [{ type: "text" as const, text: backgroundText(d) }], details: d, isError: false };
 }
 
 function toolResult(p: DispatchParams, o: Outcome) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Pi extension's checks: TypeScript type-check, then every test in pi/test with Node 22 —
-# unit tests, the bridge against the real binary and the fake agent CLIs, real Pi 1.6.0 in
-# json/rpc mode, and the interactive TUI under tmux.
+# unit tests, the bridge against the real binary and the fake agent CLIs, background jobs (job
+# stores under $HOME/.cache/agent-dispatch-tests, removed after), real Pi 1.6.0 in json/rpc mode,
+# and the interactive TUI under tmux.
 #
 # Needs: scripts/install-tools.sh (Pi, Node 22, typescript, tmux) and `cargo build`.
 # Environment: AGENT_DISPATCH_TEST_BIN=PATH tests another build of the binary (default

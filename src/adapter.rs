@@ -56,6 +56,34 @@ pub struct Capabilities {
     pub efforts: Vec<String>,
     /// How often the CLI's stream reports usage, which is how soon a token budget can trip.
     pub usage_reports: UsageReports,
+    /// What enforces read-only: the CLI's own sandbox, or the dispatcher's wall.
+    pub read_only_by: ReadOnlyBy,
+}
+
+/// What keeps an agent read-only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "kebab-case")]
+pub enum ReadOnlyBy {
+    /// The CLI's own sandbox, configured by its adapter.
+    CliSandbox,
+    /// The dispatcher's Landlock wall ([`crate::wall`]), with the running kernel's Landlock ABI
+    /// (`None`: no Landlock here, so dispatch is refused).
+    #[serde(rename_all = "camelCase")]
+    DispatcherWall { landlock_abi: Option<u32> },
+}
+
+impl std::fmt::Display for ReadOnlyBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadOnlyBy::CliSandbox => f.write_str("the CLI's own sandbox"),
+            ReadOnlyBy::DispatcherWall {
+                landlock_abi: Some(abi),
+            } => write!(f, "the dispatcher's Landlock wall (ABI {abi})"),
+            ReadOnlyBy::DispatcherWall { landlock_abi: None } => {
+                f.write_str("the dispatcher's Landlock wall (no Landlock on this kernel)")
+            }
+        }
+    }
 }
 
 /// When a CLI reports token usage in its stream (a budget is enforced at the first report over
@@ -211,6 +239,11 @@ pub trait Adapter: Send + Sync {
     /// can never pass `agent-dispatch check`, so dispatch to it is refused.
     fn self_check(&self) -> Option<&dyn SelfCheck> {
         None
+    }
+
+    /// What this adapter cannot hide or enforce, in plain sentences (`agents` shows them).
+    fn limits(&self) -> &'static [&'static str] {
+        &[]
     }
 
     /// Mount-point stubs this CLI's sandbox may leave in the tree (see [`SandboxStub`]).

@@ -181,6 +181,8 @@ pub enum FailureKind {
     NotInstalled,
     SpawnFailed,
     ReadOnlyUnavailable,
+    /// The CLI has no credentials at all (checked locally before the run; nothing ran).
+    NotLoggedIn,
     NonzeroExit,
     Signal,
     ErrorEnvelope,
@@ -201,6 +203,7 @@ impl FailureKind {
             FailureKind::NotInstalled => "not-installed",
             FailureKind::SpawnFailed => "spawn-failed",
             FailureKind::ReadOnlyUnavailable => "read-only-unavailable",
+            FailureKind::NotLoggedIn => "not-logged-in",
             FailureKind::NonzeroExit => "nonzero-exit",
             FailureKind::Signal => "signal",
             FailureKind::ErrorEnvelope => "error-envelope",
@@ -266,8 +269,16 @@ pub struct DispatchResult {
 }
 
 impl DispatchResult {
-    /// A failure before anything ran: no process, no usage.
+    /// A failure before anything ran: no process, no usage, and nothing can be confirmed any
+    /// more (`not-reported`, never `pending`).
     pub fn early_failure(identity: Identity, failure: Failure) -> Self {
+        let identity = Identity {
+            confirmed: Confirmed {
+                model: identity.confirmed.model.settle(),
+                effort: identity.confirmed.effort.settle(),
+            },
+            ..identity
+        };
         Self {
             ok: false,
             text: String::new(),

@@ -101,6 +101,20 @@ pub fn current() -> Env {
     std::env::vars_os().collect()
 }
 
+/// The dispatcher's own cache (check records, per-CLI private configuration):
+/// `$AGENT_DISPATCH_CACHE_DIR`, else `$XDG_CACHE_HOME/agent-dispatch`, else
+/// `$HOME/.cache/agent-dispatch`.
+pub fn cache_dir(env: &Env) -> Option<std::path::PathBuf> {
+    let get = |k: &str| {
+        env.get(std::ffi::OsStr::new(k))
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    get("AGENT_DISPATCH_CACHE_DIR")
+        .or_else(|| get("XDG_CACHE_HOME").map(|d| d.join("agent-dispatch")))
+        .or_else(|| get("HOME").map(|h| h.join(".cache/agent-dispatch")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,6 +26,8 @@ pub struct Launch {
     pub cwd: PathBuf,
     pub env: Vec<(OsString, OsString)>,
     pub stdin: StdinPlan,
+    /// The dispatcher's own Landlock wall around the CLI, for CLIs without a sandbox.
+    pub wall: Option<crate::wall::Wall>,
 }
 
 impl Launch {

@@ -33,3 +33,4 @@ pub mod secrets;
 pub mod supervise;
 pub mod text;
 pub mod tree_guard;
+pub mod wall;

@@ -56,6 +56,7 @@ pub async fn version(
         cwd: std::env::temp_dir(),
         env: crate::env::allowlisted(parent_env, &[], &[]),
         stdin: StdinPlan::Null,
+        wall: None,
     };
     let failed = || {
         Failure::new(

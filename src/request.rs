@@ -51,6 +51,20 @@ fn check_selector(what: &str, value: &Option<String>) -> Result<(), Failure> {
     Ok(())
 }
 
+/// An adapter that lists its effort levels accepts only those (one that lists none, like a CLI
+/// whose levels differ per model, checks them itself before the run).
+fn check_effort(adapter: &dyn Adapter, effort: Option<&str>) -> Result<(), Failure> {
+    let efforts = adapter.capabilities().efforts;
+    match effort {
+        Some(e) if !efforts.is_empty() && !efforts.iter().any(|k| k == e) => Err(invalid(format!(
+            "effort {e:?} is not one {} accepts; use one of: {}",
+            adapter.display_name(),
+            efforts.join(", ")
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Validate a request against the adapter registry and the file system.
 pub fn validate(req: &DispatchRequest) -> Result<ValidRequest, Failure> {
     let adapter = adapters::find(&req.agent)?;
@@ -65,6 +79,7 @@ pub fn validate(req: &DispatchRequest) -> Result<ValidRequest, Failure> {
     }
     check_selector("model", &req.model)?;
     check_selector("effort", &req.effort)?;
+    check_effort(adapter, req.effort.as_deref())?;
     let cwd = match std::fs::metadata(&req.cwd) {
         Ok(m) if m.is_dir() => req
             .cwd

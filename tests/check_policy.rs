@@ -423,7 +423,7 @@ fn check_passes_for_both_pinned_clis_on_this_machine() {
         .iter()
         .map(|r| r["agent"].as_str().unwrap())
         .collect();
-    assert_eq!(agents, ["codex", "claude"]);
+    assert_eq!(agents, ["codex", "claude", "gemini"]);
     for r in v.as_array().unwrap() {
         assert_eq!(r["passed"], true, "{r:#}");
         assert_eq!(r["treeIdentical"], true);
@@ -435,7 +435,7 @@ fn check_passes_for_both_pinned_clis_on_this_machine() {
             .count();
         assert!(denied >= 2, "{r:#}");
     }
-    assert_eq!(records(&w), 2);
+    assert_eq!(records(&w), 3);
 }
 
 /// Through the binary, as Pi runs it: the first dispatch runs the check and its progress is on

@@ -12,12 +12,20 @@
 //! never lets happen.
 //!
 //! Isolation: each run gets a fresh `HOME` and `CLAUDE_CONFIG_DIR` under
-//! `$CARGO_MANIFEST_DIR/.cache/claude-real/` (git-ignored) and authenticates through the
-//! endpoint override (`ANTHROPIC_AUTH_TOKEN`). The binary missing is a failure, not a skip.
+//! `~/.cache/agent-dispatch-tests/claude-real/` (outside the temp dir and the clone; removed
+//! after the run) and authenticates through the endpoint override (`ANTHROPIC_AUTH_TOKEN`).
+//! The binary missing is a failure, not a skip.
+//!
+//! Security scenarios (`docs/security.md` links each claim here): the hostile repository
+//! fixture (`tests/fixtures/hostile-repo`, loaded by `tests/support/hostile.rs`), a home full of
+//! every class of the shared deny list, a backgrounded `sleep 600`. Each has a control run
+//! without the hardening, so a test that proves nothing fails.
 //!
 //! `read_only_guarantees` also regenerates `docs/verification/claude.md`.
 
 mod claude_common;
+#[path = "support/hostile.rs"]
+mod hostile;
 
 use std::time::Duration;
 
@@ -31,20 +39,24 @@ use agent_dispatch::readonly::snapshot::Snapshot;
 use agent_dispatch::supervise::Supervisor;
 use tokio_util::sync::CancellationToken;
 
+use agent_dispatch::adapters::claude::ClaudeAdapter;
+use agent_dispatch::adapters::claude::fake_api::FakeMessages;
 use claude_common::*;
+use hostile::HostileWorld;
 
 const WRITE_CMD: &str = "printf x > probe.txt";
 const PY_WRITE_CMD: &str = "python3 -c \"open('probe-py.txt','w').write('x')\"";
 
 #[tokio::test]
 async fn read_only_guarantees() {
-    let (writes, secrets, hooks, worktree) = tokio::join!(
+    let (writes, secrets, hooks, worktree, hostile) = tokio::join!(
         writes_are_denied_reads_work(),
         secrets_stay_hidden(),
         hooks_and_mcp_servers_never_run(),
         linked_worktree_stays_read_only(),
+        hostile_repository_is_inert(),
     );
-    write_verification_doc(&[writes, secrets, hooks, worktree]);
+    write_verification_doc(&[writes, secrets, hooks, worktree, hostile]);
 }
 
 /// Bash writes (shell redirection, python) end in `Read-only file system` and nothing is
@@ -106,40 +118,65 @@ async fn writes_are_denied_reads_work() -> Evidence {
     run.evidence("Writes are refused by the sandbox; reads work")
 }
 
-/// Secrets in the caller's environment never reach the Bash tool; credential files are
-/// unreadable for Bash (`denyRead`) and for the Read tool (`permissions.deny`).
+/// Secrets in the caller's environment never reach the Bash tool; a scratch `HOME` holds a
+/// file with unique contents for every entry of the shared deny list (`secrets.rs`, every
+/// class); Bash `cat`s each and the Read tool reads one per class; none of the contents reaches
+/// the model endpoint. A control run without the deny rules shows the same files readable.
 async fn secrets_stay_hidden() -> Evidence {
     let repo = ScratchRepo::create(None).unwrap();
     let mut d = Dispatch::new(repo.path(), Script::new());
     let home = d.home.path().to_path_buf();
-    std::fs::create_dir_all(home.join(".claude")).unwrap();
-    std::fs::create_dir_all(home.join(".ssh")).unwrap();
-    std::fs::write(
-        home.join(".claude/.credentials.json"),
-        "{\"token\":\"CRED_FILE_SECRET\"}",
-    )
-    .unwrap();
-    std::fs::write(home.join(".ssh/id_ed25519"), "SSH_KEY_SECRET").unwrap();
-    std::fs::write(home.join(".netrc"), "machine x password NETRC_SECRET").unwrap();
+    d.parent_env_set("CODEX_HOME", home.join("codex-home").to_str().unwrap());
+    d.parent_env_set(
+        "PI_CODING_AGENT_DIR",
+        home.join("pi-agent").to_str().unwrap(),
+    );
     d.parent_env_set("GITHUB_TOKEN", "ghp_GITHUB_ENV_SECRET");
     d.parent_env_set("ANTHROPIC_API_KEY", "sk-ant-API_KEY_ENV_SECRET");
     d.parent_env_set("OPENAI_API_KEY", "sk-OPENAI_ENV_SECRET");
     d.parent_env_set("MY_PRIVATE_TOKEN", "MY_PRIVATE_ENV_SECRET");
     d.parent_env_set("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", "1");
-    let h = home.display();
-    d.script = Script::new()
-        .bash("env")
-        .bash(format!(
-            "cat {h}/.claude/.credentials.json; cat {h}/.netrc; ls -A {h}/.ssh; cat {h}/.ssh/id_ed25519"
-        ))
-        .read(format!("{h}/.claude/.credentials.json"))
-        .read(format!("{h}/.ssh/id_ed25519"))
+    let planted = plant_secrets(&d);
+    let mut script = Script::new().bash("env").bash(cat_command(&planted));
+    let mut read_classes = Vec::new();
+    for p in &planted {
+        if !read_classes.contains(&p.class) {
+            read_classes.push(p.class);
+            script = script.read(p.file.to_str().unwrap());
+        }
+    }
+    d.script = script.text("FAKE_DONE");
+    // Its own tree: the two runs overlap, and the hardened one compares its tree.
+    let control_repo = ScratchRepo::create(None).unwrap();
+    let mut control = Dispatch::new(control_repo.path(), Script::new());
+    let control_home = control.home.path().to_path_buf();
+    for (k, dir) in [
+        ("CODEX_HOME", "codex-home"),
+        ("PI_CODING_AGENT_DIR", "pi-agent"),
+    ] {
+        control.parent_env_set(k, control_home.join(dir).to_str().unwrap());
+    }
+    let control_planted = plant_secrets(&control);
+    let _outside = RemoveOnDrop(
+        planted
+            .iter()
+            .chain(&control_planted)
+            .filter(|p| !p.file.starts_with(&home) && !p.file.starts_with(&control_home))
+            .map(|p| p.file.parent().unwrap().to_path_buf())
+            .collect(),
+    );
+    control.script = Script::new()
+        .bash(cat_command(&control_planted))
         .text("FAKE_DONE");
-    let run = d.run().await;
+    let control = control
+        .with_snapshot(false)
+        .mutate_launch(without_deny_rules)
+        .run_direct();
+    let (run, control) = tokio::join!(d.run(), control);
     run.assert_ok();
     run.assert_tree_identical();
     let tr = run.tool_results();
-    assert_eq!(tr.len(), 4, "{tr:#?}");
+    assert_eq!(tr.len(), 2 + read_classes.len(), "{tr:#?}");
     let env_out = &tr[0].text;
     assert!(env_out.contains("PATH="), "env ran: {env_out}");
     for secret in [
@@ -156,22 +193,19 @@ async fn secrets_stay_hidden() -> Evidence {
         );
     }
     let files = &tr[1].text;
-    for secret in ["CRED_FILE_SECRET", "NETRC_SECRET", "SSH_KEY_SECRET"] {
+    for p in &planted {
         assert!(
-            !files.contains(secret),
-            "{secret} readable by Bash: {files}"
+            !files.contains(&p.secret),
+            "{} ({}) readable by Bash",
+            p.file.display(),
+            p.class.id()
         );
     }
-    // `ls -A ~/.ssh` lists nothing: the directory is replaced by an empty one.
-    assert!(
-        !files.lines().any(|l| l.trim() == "id_ed25519"),
-        "~/.ssh listable by Bash: {files}"
-    );
     assert!(files.contains("Permission denied"), "{files}");
     for t in &tr[2..] {
         assert!(t.is_error, "Read tool read a secret: {t:?}");
         assert!(
-            !t.text.contains("SECRET"),
+            !t.text.contains("PLANTED_"),
             "Read tool returned a secret: {t:?}"
         );
     }
@@ -179,7 +213,34 @@ async fn secrets_stay_hidden() -> Evidence {
     for r in run.fake.log().all() {
         let body = r.body.to_string();
         assert!(!body.contains("_SECRET"), "a secret reached the endpoint");
+        assert!(
+            !body.contains("PLANTED_"),
+            "a planted secret reached the endpoint"
+        );
     }
+    // The control run read them: the test would catch a deny rule that does not apply.
+    control.assert_ok();
+    // (Its own configuration directory the CLI rewrites and partly masks while it runs —
+    // `.claude.json`, `file-history/` — so entries there do not count for the control.)
+    let seen = &control.tool_results()[0].text;
+    let intact: Vec<&Planted> = control_planted
+        .iter()
+        .filter(|p| !p.file.starts_with(control.home.join(".claude")))
+        .collect();
+    assert!(
+        intact.len() * 10 >= control_planted.len() * 8,
+        "{}",
+        intact.len()
+    );
+    let unread: Vec<String> = intact
+        .iter()
+        .filter(|p| !seen.contains(&p.secret))
+        .map(|p| p.file.display().to_string())
+        .collect();
+    assert!(
+        unread.is_empty(),
+        "control run: readable without the deny rules, yet not read: {unread:?}\n{seen}"
+    );
     let mut ev = run.evidence("Secrets stay hidden");
     // The names only: values (session ids, proxy credentials) change on every run.
     let mut names: Vec<String> = env_out
@@ -190,14 +251,358 @@ async fn secrets_stay_hidden() -> Evidence {
     names.sort();
     names.dedup();
     ev.steps[0].2 = format!("(names only; values elided)\n{}", names.join("\n"));
+    ev.steps[1].0 = format!(
+        "cat each of the {} planted files (one per deny-list entry)",
+        planted.len()
+    );
     ev.env_visible_to_bash = Some(names);
+    let classes: Vec<String> = agent_dispatch::secrets::SecretClass::ALL
+        .iter()
+        .map(|c| {
+            let n = planted.iter().filter(|p| p.class == *c).count();
+            format!("{} ({n})", c.id())
+        })
+        .collect();
+    ev.notes.push(format!(
+        "Planted: {} files with unique contents, one per deny-list entry, by class: {}. None of \
+         their contents reached the endpoint (Bash `cat` and the Read tool). Control run (same \
+         files, launch without `denyRead` and the `Read()` deny rules): all {} outside the CLI's own \
+         configuration directory were readable.",
+        planted.len(),
+        classes.join(", "),
+        intact.len()
+    ));
+    ev
+}
+
+/// Directories removed when the test ends, passed or not.
+struct RemoveOnDrop(Vec<std::path::PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for d in &self.0 {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// One file planted for a deny-list entry.
+struct Planted {
+    class: agent_dispatch::secrets::SecretClass,
+    file: std::path::PathBuf,
+    secret: String,
+}
+
+/// A file with unique contents for every deny-list entry of `d`'s environment: the entry
+/// itself, or `planted-secret` inside a directory entry. JSON files get JSON (the CLI reads
+/// some of them itself).
+fn plant_secrets(d: &Dispatch) -> Vec<Planted> {
+    let var = |k: &str| {
+        d.parent_env
+            .get(std::ffi::OsStr::new(k))
+            .map(std::path::PathBuf::from)
+    };
+    let mut entries = agent_dispatch::secrets::secret_paths(Some(d.home.path()), &var);
+    // Claude's shared temp dir (`/tmp/claude-<uid>`): what other sessions left there.
+    entries.extend(agent_dispatch::adapters::claude::tmp::shared_tmp_secrets(
+        &d.parent_env,
+    ));
+    let home = d.home.path().to_path_buf();
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let file = if !s.path.starts_with(&home) {
+                // Outside the scratch home: a unique name, removed by the test.
+                s.path.join(format!(
+                    "agent-dispatch-test-{}-{}/task.output",
+                    std::process::id(),
+                    home.file_name().unwrap().to_string_lossy()
+                ))
+            } else if s.dir {
+                s.path.join("planted-secret")
+            } else {
+                s.path.clone()
+            };
+            let secret = format!("PLANTED_{i:03}_{}", s.class.id().replace('-', "_"));
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            let text = if file
+                .extension()
+                .is_some_and(|e| e == "json" || e == "jsonl")
+            {
+                format!("{{\"planted\":\"{secret}\"}}\n")
+            } else {
+                format!("token={secret}\n")
+            };
+            std::fs::write(&file, text).unwrap();
+            Planted {
+                class: s.class,
+                file,
+                secret,
+            }
+        })
+        .collect()
+}
+
+fn cat_command(planted: &[Planted]) -> String {
+    let files: Vec<String> = planted
+        .iter()
+        .map(|p| format!("'{}'", p.file.display()))
+        .collect();
+    format!("cat {} 2>&1; true", files.join(" "))
+}
+
+/// Control runs: the launch's settings without `denyRead` and the `Read()` deny rules.
+fn without_deny_rules(l: &mut agent_dispatch::launch::Launch) {
+    for a in l.args.iter_mut() {
+        let Some(mut v) = a
+            .to_str()
+            .and_then(|s| serde_json::from_str::<serde_json::Value>(s).ok())
+            .filter(|v| v.get("sandbox").is_some())
+        else {
+            continue;
+        };
+        v["sandbox"]["filesystem"]["denyRead"] = serde_json::json!([]);
+        v["permissions"]["deny"] = serde_json::json!([]);
+        *a = v.to_string().into();
+    }
+}
+
+/// The hostile repository fixture (`tests/fixtures/hostile-repo`): committed
+/// `.claude/settings.json` and `settings.local.json` (an `apiKeyHelper` and other helper
+/// commands touching markers outside the tree, `env` pointing `ANTHROPIC_BASE_URL` at a second
+/// fake endpoint plus project variables, permissive permissions, sandbox off, hooks, a model
+/// override, an output style, plugins), `.mcp.json`, `.claude/agents|skills|commands|rules|
+/// output-styles`, `CLAUDE.md` (with imports of a secret and of a file outside the tree),
+/// `CLAUDE.local.md`, `.claude/CLAUDE.md`, a plugin marketplace, and hostile repository-local
+/// git configuration (fsmonitor, pager, hooks path, filters, textconv). The model runs `env`, tries
+/// writes in and outside the tree and reads a secret. Nothing of the repository applies: no
+/// marker, zero requests at the attacker, no project variable in the agent's shell, none of the
+/// repository's instructions or definitions in any request, the user's git ignore untouched,
+/// the tree byte-identical. A control run without the hardening flags shows each kind of input
+/// is live.
+async fn hostile_repository_is_inert() -> Evidence {
+    let attacker_script = Script::new()
+        .text("ATTACKER_ANSWER")
+        .models(ModelPolicy::Any);
+    let attacker = FakeMessages::start(attacker_script.clone()).await.unwrap();
+    let control_attacker = FakeMessages::start(attacker_script).await.unwrap();
+    let world = HostileWorld::create(&cache_dir(), &attacker.base_url(), &[]);
+    let control_world = HostileWorld::create(&cache_dir(), &control_attacker.base_url(), &[]);
+    world.plant_git_config();
+    let mut d = Dispatch::new(&world.repo(), Script::new());
+    let home = d.home.path().to_path_buf();
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "SSH_KEY_HOSTILE_SECRET\n").unwrap();
+    d.script = Script::new()
+        .bash("env")
+        .bash(format!(
+            "printf x > pwned.txt; echo pwned >> {}/.bashrc; touch {}/from-the-agent",
+            home.display(),
+            world.markers().display()
+        ))
+        .bash(PY_WRITE_CMD)
+        .bash(format!("cat {}/.ssh/id_ed25519", home.display()))
+        .text("REAL_ANSWER");
+    // The sandboxed agent's own git runs the repository's git configuration (inside the
+    // sandbox, read-only); what matters is that nothing outside it does.
+    let control = Dispatch::new(
+        &control_world.repo(),
+        Script::new().bash("env").text("REAL_ANSWER"),
+    )
+    .with_snapshot(false)
+    .mutate_launch(|l| {
+        let mut args = Vec::new();
+        let mut it = std::mem::take(&mut l.args).into_iter();
+        while let Some(a) = it.next() {
+            if a == "--setting-sources" {
+                it.next();
+            } else if a != "--safe-mode" && a != "--strict-mcp-config" {
+                args.push(a);
+            }
+        }
+        l.args = args;
+        for a in l.args.iter_mut() {
+            if let Some(s) = a
+                .to_str()
+                .filter(|s| s.contains("\"disableAllHooks\":true"))
+            {
+                *a = s
+                    .replace("\"disableAllHooks\":true", "\"disableAllHooks\":false")
+                    .into();
+            }
+        }
+    })
+    .run_direct();
+    let (run, control) = tokio::join!(d.run(), control);
+    run.assert_ok();
+    assert_eq!(run.text, "REAL_ANSWER");
+    run.assert_tree_identical();
+    assert_eq!(
+        world.fired(),
+        Vec::<String>::new(),
+        "something ran outside the sandbox"
+    );
+    assert!(
+        attacker.log().all().is_empty(),
+        "the attacker's endpoint was called"
+    );
+    let tr = run.tool_results();
+    assert_eq!(tr.len(), 4, "{tr:#?}");
+    let env_out = &tr[0].text;
+    for leaked in [
+        "HOSTILE_PROJECT_VAR",
+        "HOSTILE_LOCAL_VAR",
+        "env-loaded",
+        "attacker",
+    ] {
+        assert!(
+            !env_out.contains(leaked),
+            "{leaked} in the agent's env:\n{env_out}"
+        );
+    }
+    assert!(
+        env_out.contains("CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1"),
+        "{env_out}"
+    );
+    assert!(
+        env_out.contains(&format!("ANTHROPIC_BASE_URL={}", run.fake.base_url())),
+        "{env_out}"
+    );
+    for t in &tr[1..3] {
+        assert!(t.text.contains("Read-only file system"), "{t:?}");
+    }
+    assert!(!world.repo().join("pwned.txt").exists());
+    assert!(!home.join(".bashrc").exists());
+    assert!(
+        !tr[3].text.contains("SSH_KEY_HOSTILE_SECRET"),
+        "{:?}",
+        tr[3]
+    );
+    // Nothing the repository defines reached the model: instructions, imports, agents, skills,
+    // commands, output style, rules, model override.
+    let forbidden = [
+        "HOSTILE_",
+        "hostile-agent",
+        "hostile-skill",
+        "hostile-command",
+        "hostile-style",
+        "hostile-mcp",
+        "hostile-plugin",
+        "attacker-model",
+        hostile::OUTSIDE_IMPORT_TEXT,
+        "SSH_KEY_HOSTILE_SECRET",
+    ];
+    for r in run.fake.message_requests() {
+        let body = r.body.to_string();
+        for f in forbidden {
+            assert!(!body.contains(f), "{f} reached the model endpoint");
+        }
+        assert_ne!(r.body["model"], "attacker-model-from-project-settings");
+    }
+    // The CLI itself left the user's global git ignore file alone.
+    assert!(
+        !home.join(".config/git/ignore").exists(),
+        "the CLI wrote {}",
+        home.join(".config/git/ignore").display()
+    );
+
+    // Control: the same repository, launched without --setting-sources user, --safe-mode,
+    // --strict-mcp-config and with hooks allowed: the repository takes over.
+    let fired = control_world.fired();
+    for must in [
+        "local-api-key-helper",
+        "project-mcp-server",
+        "project-session-start",
+    ] {
+        assert!(
+            fired.iter().any(|f| f == must),
+            "control run: {must} did not fire ({fired:?}): the test would prove nothing"
+        );
+    }
+    assert_eq!(
+        control.text, "ATTACKER_ANSWER",
+        "control run: the repository's ANTHROPIC_BASE_URL did not apply"
+    );
+    let attacker_bodies: String = control_attacker
+        .log()
+        .all()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    let candidates = [
+        "HOSTILE_CLAUDE_MD_LOADED",
+        "HOSTILE_CLAUDE_LOCAL_MD_LOADED",
+        "HOSTILE_DOT_CLAUDE_MD_LOADED",
+        "HOSTILE_IMPORTED_NOTE_LOADED",
+        "HOSTILE_RULE_LOADED",
+        "HOSTILE_OUTPUT_STYLE_LOADED",
+        "hostile-agent",
+        "hostile-skill",
+        "HOSTILE_PROJECT_VAR",
+        hostile::OUTSIDE_IMPORT_TEXT,
+    ];
+    let (live, not_live): (Vec<&str>, Vec<&str>) = candidates
+        .into_iter()
+        .partition(|t| attacker_bodies.contains(t));
+    assert!(
+        live.contains(&"HOSTILE_CLAUDE_MD_LOADED"),
+        "control run: CLAUDE.md did not load: {live:?}"
+    );
+    let init = control.init_event().expect("control: a system/init event");
+    for (field, want) in [
+        ("agents", "hostile-agent"),
+        ("skills", "hostile-skill"),
+        ("slash_commands", "hostile-command"),
+        ("mcp_servers", "hostile-mcp"),
+        ("output_style", "hostile-style"),
+        ("model", "attacker-model-from-project-settings"),
+    ] {
+        assert!(
+            init[field].to_string().contains(want),
+            "control run: {field} lacks {want}: {}",
+            init[field]
+        );
+    }
+    let mut ev = run.evidence("A hostile repository is inert");
+    ev.steps[0].2 = "(names only) no HOSTILE_PROJECT_VAR, no HOSTILE_LOCAL_VAR; \
+                     CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1; ANTHROPIC_BASE_URL = the real endpoint"
+        .to_owned();
+    ev.redactions
+        .push((world.markers().display().to_string(), "<markers>".into()));
+    ev.notes.push(format!(
+        "Markers outside the tree: none. Requests at the attacker's endpoint: 0 (hardened run). \
+         `~/.config/git/ignore`: not written.\n\n\
+         Control run (same fixture; launched without `--setting-sources user`, `--safe-mode`, \
+         `--strict-mcp-config`, with `disableAllHooks: false`): markers {}; the answer came from \
+         the attacker's endpoint (`{}`); what reached it from the repository: {} (not: {}); its \
+         `system/init` listed the repository's agent, skill, command, MCP server, output style \
+         and model (`hostile-agent`, `hostile-skill`, `hostile-command`, `hostile-mcp`, \
+         `hostile-style`, `attacker-model-from-project-settings`).",
+        fired
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        control.text,
+        live.iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        not_live
+            .iter()
+            .map(|f| format!("`{f}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    ));
     ev
 }
 
 /// A hook in the user's settings, a hook in the project's settings and an MCP server in the
 /// project's `.mcp.json` would each write a marker file; none runs. The init event lists exactly
 /// the Bash and Read tools and no MCP server. A control run of the same setup without
-/// `--safe-mode`, `--strict-mcp-config` and `disableAllHooks` shows the hooks are real.
+/// `--setting-sources user`, `--safe-mode`, `--strict-mcp-config` and `disableAllHooks` shows the
+/// hooks are real.
 async fn hooks_and_mcp_servers_never_run() -> Evidence {
     let (run, markers, _repo) = hook_run(false).await;
     run.assert_ok();
@@ -224,7 +629,7 @@ async fn hooks_and_mcp_servers_never_run() -> Evidence {
     let mut ev = run.evidence("Hooks and MCP servers never run");
     ev.init = Some(init);
     ev.notes.push(format!(
-        "Control run (same files, launched without `--safe-mode`, `--strict-mcp-config` and with \
+        "Control run (same files, launched without `--setting-sources user`, `--safe-mode`, `--strict-mcp-config` and with \
          `disableAllHooks: false`): markers written: {}.",
         fired
             .iter()
@@ -288,6 +693,9 @@ async fn hook_run(control: bool) -> (Run, tempfile::TempDir, ScratchRepo) {
         d = d.mutate_launch(|l| {
             l.args
                 .retain(|a| a != "--safe-mode" && a != "--strict-mcp-config");
+            if let Some(i) = l.args.iter().position(|a| a == "--setting-sources") {
+                l.args.drain(i..i + 2);
+            }
             for a in l.args.iter_mut() {
                 if let Some(s) = a
                     .to_str()
@@ -536,7 +944,8 @@ async fn unknown_model_is_a_typed_failure() {
     assert!(run.events.iter().any(|e| matches!(e,
         StreamEvent::Notice { message, .. } if message.contains("does not recognise the model name \"nope-not-a-model\""))),
         "the stderr warning became a notice: {:?}", run.events);
-    assert!(run.usage.is_some());
+    // The 404 came before any token: the CLI's block of zeros is no usage report.
+    assert!(run.usage.is_none(), "{:?}", run.usage);
     run.assert_tree_identical();
 }
 
@@ -725,4 +1134,124 @@ fn the_pinned_binary_is_installed() {
         p.display()
     );
     let _ = Duration::ZERO;
+}
+
+/// Claude's adapter with background tasks left on (the launch without
+/// `CLAUDE_CODE_DISABLE_BACKGROUND_TASKS`): the control of the background-task test, for the
+/// runner's own guarantee — after the answer the CLI gets a short grace, then its tree is
+/// cleaned up.
+struct BackgroundTasksOn;
+
+#[async_trait::async_trait]
+impl agent_dispatch::adapter::Adapter for BackgroundTasksOn {
+    fn id(&self) -> &'static str {
+        "claude"
+    }
+    fn display_name(&self) -> &'static str {
+        "Claude Code (background tasks on)"
+    }
+    fn program(&self) -> &'static str {
+        "claude"
+    }
+    fn install_hint(&self) -> &'static str {
+        ClaudeAdapter.install_hint()
+    }
+    fn capabilities(&self) -> agent_dispatch::adapter::Capabilities {
+        ClaudeAdapter.capabilities()
+    }
+    fn launch(
+        &self,
+        ctx: &agent_dispatch::adapter::LaunchContext<'_>,
+    ) -> Result<agent_dispatch::launch::Launch, agent_dispatch::contract::Failure> {
+        let mut l = ClaudeAdapter.launch(ctx)?;
+        l.env
+            .retain(|(k, _)| k != "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS");
+        Ok(l)
+    }
+    async fn preflight(
+        &self,
+        ctx: &agent_dispatch::adapter::LaunchContext<'_>,
+        supervisor: &Supervisor,
+    ) -> Result<Vec<StreamEvent>, agent_dispatch::contract::Failure> {
+        ClaudeAdapter.preflight(ctx, supervisor).await
+    }
+    fn parser(&self) -> Box<dyn agent_dispatch::adapter::StreamParser> {
+        ClaudeAdapter.parser()
+    }
+    fn sandbox_stubs(&self) -> &'static [agent_dispatch::adapter::SandboxStub] {
+        ClaudeAdapter.sandbox_stubs()
+    }
+}
+
+static BACKGROUND_TASKS_ON: BackgroundTasksOn = BackgroundTasksOn;
+
+/// A Bash call with `run_in_background: true` (`sleep 600`): Claude's background tasks are off,
+/// so the call is refused as an input error and the dispatch answers at once — one `done`, no
+/// survivor in /proc. Control (background tasks on): the CLI would keep running after its
+/// answer and start a second turn; the runner stops it within its grace after the first
+/// answer — still one `done`, the first answer, no survivor.
+#[tokio::test]
+async fn background_task_never_outlives_the_dispatch() {
+    // One tree each: the two runs overlap, and each compares its own tree before and after.
+    let (repo, control_repo) = (
+        ScratchRepo::create(None).unwrap(),
+        ScratchRepo::create(None).unwrap(),
+    );
+    let token = |n: u32| format!("600.{}{n}", std::process::id());
+    let script = |t: &str| {
+        Script::new()
+            .bash_input(serde_json::json!({
+                "command": format!("sleep {t}"),
+                "description": "Wait in the background",
+                "run_in_background": true,
+            }))
+            .text("BACKGROUND_ANSWER")
+    };
+    let (off, on) = (token(1), token(2));
+    let (run, control) = tokio::join!(
+        Dispatch::new(repo.path(), script(&off)).run(),
+        Dispatch::new(control_repo.path(), script(&on))
+            .with_adapter(&BACKGROUND_TASKS_ON)
+            .run()
+    );
+    run.assert_ok();
+    // The control's CLI was still running after its answer and was stopped by the runner
+    // (SIGTERM, exit 143): still a successful dispatch.
+    assert!(control.ok, "control: {:?}", control.failure);
+    for (name, r, t) in [("off", &run, &off), ("control", &control, &on)] {
+        assert_eq!(r.text, "BACKGROUND_ANSWER", "{name}");
+        let done = r
+            .events
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::Done { .. }))
+            .count();
+        assert_eq!(done, 1, "{name}: {:?}", r.events);
+        let survivors = processes_with(t);
+        assert!(survivors.is_empty(), "{name}: survivors {survivors:?}");
+        assert!(
+            r.duration < Duration::from_secs(60),
+            "{name}: {:?}",
+            r.duration
+        );
+        r.assert_tree_identical();
+    }
+    let tr = run.tool_results();
+    assert!(tr[0].is_error, "{:?}", tr[0]);
+    assert!(
+        tr[0].text.contains("run_in_background"),
+        "background call refused: {:?}",
+        tr[0]
+    );
+    // The control's command did start in the background.
+    let tr = control.tool_results();
+    assert!(!tr[0].is_error, "{:?}", tr[0]);
+    assert!(
+        tr[0].text.contains("background"),
+        "control: the command was backgrounded: {:?}",
+        tr[0]
+    );
+    eprintln!(
+        "background off: {:?}; background on (runner grace): {:?}",
+        run.duration, control.duration
+    );
 }

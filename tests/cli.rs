@@ -16,10 +16,8 @@ use support::*;
 const SKIP: (&str, &str) = ("AGENT_DISPATCH_SKIP_CHECK", "yes-skip-the-read-only-check");
 
 fn codex_home() -> std::path::PathBuf {
-    // Outside the temp dir (Codex's sandbox breaks there), empty: no user config.
-    let d = repo_root().join(".cache/cli-test-codex-home");
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    // Outside the temp dir (Codex's sandbox breaks there) and the clone, empty: no user config.
+    homes::shared_home("cli-test-codex-home")
 }
 
 /// The dispatcher with the fake CLI first on PATH; `run` gets `--cwd <dir>`, so every process

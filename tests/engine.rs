@@ -382,6 +382,7 @@ async fn overlapping_terminate_calls_share_one_cleanup_and_spare_bystanders() {
         cwd: std::env::temp_dir(),
         env: env.into_iter().collect(),
         stdin: agent_dispatch::launch::StdinPlan::Null,
+        wall: None,
     };
     let child = sup.spawn(&launch).unwrap();
     // Wait for the fake's first line so its SIGTERM handler is installed.
@@ -423,6 +424,7 @@ async fn a_failed_spawn_has_no_pid_and_signals_nothing() {
         cwd: std::env::temp_dir(),
         env: vec![],
         stdin: agent_dispatch::launch::StdinPlan::Null,
+        wall: None,
     };
     let err = sup.spawn(&launch).err().unwrap();
     assert_eq!(err.kind, FailureKind::NotInstalled);
@@ -551,6 +553,7 @@ async fn a_captured_command_dropped_by_a_callers_timeout_leaves_nothing_behind()
         cwd: std::env::temp_dir(),
         env: env_with_fake_path(&tag).into_iter().collect(),
         stdin: agent_dispatch::launch::StdinPlan::Null,
+        wall: None,
     };
     let cancel = CancellationToken::new();
     // The timeout is the scenario: a caller gives up and drops the capture mid-run.

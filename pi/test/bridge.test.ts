@@ -16,7 +16,7 @@ import { runCaptured } from "../captured.ts";
 import { listAgents, listModels } from "../discovery.ts";
 import { type Outcome, type Progress, type RunningDispatch, startDispatch } from "../dispatch.ts";
 import { ProcessRegistry } from "../process.ts";
-import { finalDetails } from "../details.ts";
+import { finalDetails, modelText } from "../details.ts";
 import { toPiUsage } from "../protocol.ts";
 import {
 	alive,
@@ -160,6 +160,24 @@ describe("bridge against the real binary", { concurrency: true }, () => {
 		await assertAllGone(log, o.pid);
 		assert.ok(cancelMs < 4000, `cancel took ${cancelMs}ms`);
 		console.log(`# abort → result in ${cancelMs}ms`);
+	});
+
+	test("limits from the call: a time limit and a token budget end the run with their kind, usage kept, nothing left", async (t) => {
+		const { dir, env, log, reg } = setup(t, "limits");
+		const [timedOut, overBudget] = await Promise.all([
+			startDispatch(BIN, { agent: FAKE_AGENT, task: "SCENARIO:sleep limited", cwd: dir, timeout: "1s" }, { env, registry: reg }).done,
+			// This agent reports usage once, with its answer: the budget is enforced on that report.
+			startDispatch(BIN, { agent: FAKE_AGENT, task: "SCENARIO:ok budget", cwd: dir, maxTokens: 100 }, { env, registry: reg }).done,
+		]);
+		assert.equal(timedOut.result.failure?.kind, "timeout", JSON.stringify(timedOut.result.failure));
+		assert.equal(timedOut.synthesized, false, "the binary's own result");
+		assert.equal(overBudget.result.failure?.kind, "budget-exceeded", JSON.stringify(overBudget.result.failure));
+		const u = overBudget.result.usage!;
+		assert.ok(u.input + u.cacheRead + u.cacheWrite + u.output > 100, "the usage that tripped the budget is kept");
+		assert.match(modelText(finalDetails({ agent: FAKE_AGENT, task: "x", cwd: dir }, overBudget), overBudget), /failed \(budget-exceeded\)/);
+		await assertAllGone(log, null);
+		const bad = await startDispatch(BIN, { agent: FAKE_AGENT, task: "SCENARIO:ok", cwd: dir, timeout: "soon" }, { env, registry: reg }).done;
+		assert.equal(bad.result.failure?.kind, "invalid-request", "a bad limit starts nothing");
 	});
 
 	test("abort before start: nothing is spawned", async (t) => {

@@ -5,13 +5,14 @@
  */
 
 import assert from "node:assert/strict";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { type FakeOpenAI, startFakeOpenAI, toolResultsIn } from "./support/fake-openai.ts";
 import {
 	alive,
+	cliHome,
 	FAKE_AGENT,
 	groupMembers,
 	makePiHome,
@@ -88,7 +89,10 @@ describe("pi --mode json", { concurrency: true }, () => {
 			// The model saw the tool's typed parameters, `agent` narrowed to the ids the binary lists.
 			const schema = srv.requests[0]!.tools?.find((t) => t.function?.name === "dispatch")?.function?.parameters as any;
 			assert.deepEqual(schema.required, ["agent", "task"]);
-			assert.deepEqual(Object.keys(schema.properties), ["agent", "task", "scope", "model", "effort", "cwd"]);
+			assert.deepEqual(Object.keys(schema.properties), ["agent", "task", "scope", "model", "effort", "cwd", "timeout", "maxTokens", "background", "keep"]);
+			assert.equal(schema.properties.maxTokens.type, "integer");
+			assert.equal(schema.properties.background.type, "boolean");
+			assert.equal(schema.properties.keep.type, "boolean");
 			assert.equal(schema.properties.agent.type, "string");
 			assert.ok(schema.properties.agent.enum.includes(FAKE_AGENT), JSON.stringify(schema.properties.agent));
 			// The model's next request carried the full answer as the tool result.
@@ -362,10 +366,8 @@ describe("pi --mode rpc", { concurrency: true }, () => {
 
 	test("/dispatch check proves read-only with the real pinned CLI and posts the report", async () => {
 		const sess = scratch("rpc-check-sessions");
-		// Outside the temp dir: Codex's sandbox cannot start its helper from a CODEX_HOME under it.
-		mkdirSync(join(REPO, ".cache"), { recursive: true });
-		const codexHome = mkdtempSync(join(REPO, ".cache", "pi-check-codex-home-"));
-		after(() => rmSync(codexHome, { recursive: true, force: true }));
+		// Outside the temp dir and the clone: Codex's sandbox cannot start its helper from a CODEX_HOME under it.
+		const codexHome = cliHome("pi-check-codex-home");
 		const realTools = join(REPO, ".tools/node_modules/.bin");
 		const rpc = new PiRpc({
 			home: makePiHome(srv.baseUrl),

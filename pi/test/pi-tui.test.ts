@@ -16,6 +16,7 @@ import {
 	alive,
 	FAKE_AGENT,
 	groupMembers,
+	jobStateDir,
 	makePiHome,
 	NODE,
 	PI_CLI,
@@ -29,7 +30,7 @@ import {
 const hasTmux = spawnSync("tmux", ["-V"]).status === 0;
 const SOCKET = `pi-dispatch-test-${process.pid}`;
 const tmux = (...args: string[]) => execFileSync("tmux", ["-L", SOCKET, ...args], { encoding: "utf8" });
-const screen = () => tmux("capture-pane", "-p", "-J", "-t", "pi", "-S", "-200");
+const screen = (target = "pi") => tmux("capture-pane", "-p", "-J", "-t", target, "-S", "-200");
 
 /** With SHOW_SCREENS=1 the captured screens are printed as TAP comments. */
 const dump = (s: string) => s.split("\n").map((l) => `# ${l}`).join("\n");
@@ -37,13 +38,13 @@ function shellQuote(v: string): string {
 	return `'${v.replace(/'/g, `'\\''`)}'`;
 }
 
-/** Poll the screen until `pred` holds; returns that screen. */
-async function waitScreen(pred: (s: string) => boolean, what: string, timeoutMs = 30_000): Promise<string> {
+/** Poll the screen (of tmux session `target`) until `pred` holds; returns that screen. */
+async function waitScreen(pred: (s: string) => boolean, what: string, timeoutMs = 30_000, target = "pi"): Promise<string> {
 	let last = "";
 	try {
 		return await pollUntil(
 			() => {
-				last = screen();
+				last = screen(target);
 				return pred(last) ? last : undefined;
 			},
 			timeoutMs,
@@ -53,6 +54,19 @@ async function waitScreen(pred: (s: string) => boolean, what: string, timeoutMs 
 	} catch (e) {
 		throw new Error(`${(e as Error).message}\n--- screen ---\n${last}`);
 	}
+}
+
+/** A script that starts interactive Pi in `cwd` with `env` and the first prompt `prompt`. */
+function piScript(env: NodeJS.ProcessEnv, prompt: string): string {
+	const script = join(scratch("tui"), "run-pi.sh");
+	const exports = Object.entries(env)
+		.filter(([k]) => /^(PATH|HOME|LANG|LC_ALL|PI_|AGENT_DISPATCH_)/.test(k))
+		.map(([k, v]) => `export ${k}=${shellQuote(v ?? "")}`);
+	writeFileSync(
+		script,
+		`#!/bin/sh\n${exports.join("\n")}\nexport TERM=xterm-256color\ncd ${shellQuote(scratch("tui-cwd"))}\nexec ${shellQuote(NODE)} ${shellQuote(PI_CLI)} -e ${shellQuote(REPO)} --model fake/fake-model ${shellQuote(prompt)}\n`,
+	);
+	return script;
 }
 
 describe("interactive TUI under tmux", { skip: !hasTmux && "tmux is not installed" }, () => {
@@ -65,16 +79,7 @@ describe("interactive TUI under tmux", { skip: !hasTmux && "tmux is not installe
 			{ text: "Summary: the other agent is done." },
 		]);
 		log = join(scratch("tui-log"), "fake.jsonl");
-		const home = makePiHome(srv.baseUrl);
-		const env = piEnv(home, {}, log);
-		const script = join(scratch("tui"), "run-pi.sh");
-		const exports = Object.entries(env)
-			.filter(([k]) => /^(PATH|HOME|LANG|LC_ALL|PI_|AGENT_DISPATCH_)/.test(k))
-			.map(([k, v]) => `export ${k}=${shellQuote(v ?? "")}`);
-		writeFileSync(
-			script,
-			`#!/bin/sh\n${exports.join("\n")}\nexport TERM=xterm-256color\ncd ${shellQuote(scratch("tui-cwd"))}\nexec ${shellQuote(NODE)} ${shellQuote(PI_CLI)} -e ${shellQuote(REPO)} --model fake/fake-model 'please dispatch'\n`,
-		);
+		const script = piScript(piEnv(makePiHome(srv.baseUrl), {}, log), "please dispatch");
 		tmux("new-session", "-d", "-s", "pi", "-x", "150", "-y", "50", `sh ${shellQuote(script)}`);
 	});
 
@@ -135,5 +140,46 @@ describe("interactive TUI under tmux", { skip: !hasTmux && "tmux is not installe
 		if (process.env.SHOW_SCREENS) console.log(dump(cancelled));
 		assert.doesNotMatch(cancelled, /Esc cancels/, "the widget is gone");
 		await pollUntil(() => !alive(fake.pid) && groupMembers(fake.pgid).length === 0, 5000, "the cancelled CLI and its group to be gone");
+	});
+});
+
+describe("a background dispatch in the TUI", { skip: !hasTmux && "tmux is not installed" }, () => {
+	let srv: FakeOpenAI;
+	const target = "pi-bg";
+
+	before(async () => {
+		srv = await startFakeOpenAI([
+			{ toolCalls: [{ name: "dispatch", arguments: { agent: FAKE_AGENT, background: true, task: "SCENARIO:ok review in the background" } }] },
+			{ text: "Started it; carrying on." },
+			{ text: "The background review is back and it looks fine." },
+		]);
+		const env = piEnv(makePiHome(srv.baseUrl), { AGENT_DISPATCH_STATE_DIR: jobStateDir("tui-bg") });
+		tmux("new-session", "-d", "-s", target, "-x", "150", "-y", "50", `sh ${shellQuote(piScript(env, "review in the background"))}`);
+	});
+
+	after(async () => {
+		try {
+			tmux("kill-session", "-t", target);
+		} catch {
+			// already gone
+		}
+		await srv?.close();
+	});
+
+	test("the tool row names the job; its result lands as a job message and the model answers it", async () => {
+		const done = await waitScreen(
+			(s) => /The background review is back/.test(s),
+			"the job's result and the model's turn on it",
+			60_000,
+			target,
+		);
+		if (process.env.SHOW_SCREENS) console.log(dump(done));
+		const id = /⏵ codex running in the background · job ([0-9a-f]{32})/.exec(done)?.[1];
+		assert.ok(id, "the tool row names the job");
+		assert.match(done, /its result is posted here when it ends · cancelled if this session ends first/);
+		assert.match(done, /Started it; carrying on\./);
+		assert.match(done, new RegExp(`job ${id} codex {2}model CLI default \\(not reported\\)`), "the job message's row");
+		assert.match(done, /✓ codex answered/);
+		assert.match(done, /FAKE_ANSWER: looks fine\./);
 	});
 });

@@ -20,6 +20,8 @@ import {
 	type Failure,
 	type FailureKind,
 	type Identity,
+	type JobState,
+	type JobView,
 	type Line,
 	type NoticeLevel,
 	PROTOCOL_VERSION,
@@ -98,7 +100,7 @@ describe("pi/protocol.ts matches docs/protocol.schema.json", () => {
 
 	test("line types and each line's fields", () => {
 		const lines = branchesBy(schema, "type");
-		assert.deepEqual(Object.keys(lines).sort(), Object.keys({ started: true, event: true, result: true } satisfies Members<Line["type"]>).sort());
+		assert.deepEqual(Object.keys(lines).sort(), Object.keys({ started: true, event: true, result: true, job: true } satisfies Members<Line["type"]>).sort());
 		assert.deepEqual(shapeOf(lines.started!), {
 			type: "required",
 			protocol: "required",
@@ -125,6 +127,7 @@ describe("pi/protocol.ts matches docs/protocol.schema.json", () => {
 			durationMs: "required",
 			checkBypassed: "required",
 		} satisfies Shape<LineOf<"result">>);
+		assert.deepEqual(shapeOf(lines.job!), { type: "required", protocol: "required", id: "required" } satisfies Shape<LineOf<"job">>);
 	});
 
 	test("identity, and the three states of a reported value", () => {
@@ -156,12 +159,15 @@ describe("pi/protocol.ts matches docs/protocol.schema.json", () => {
 			"not-installed": true,
 			"spawn-failed": true,
 			"read-only-unavailable": true,
+			"not-logged-in": true,
 			"nonzero-exit": true,
 			signal: true,
 			"error-envelope": true,
 			"malformed-stream": true,
 			"incomplete-stream": true,
 			cancelled: true,
+			timeout: true,
+			"budget-exceeded": true,
 		} satisfies Members<FailureKind>);
 		assert.deepEqual(shapeOf(property(defs.result!, "exit")), { code: "optional", signal: "optional" } satisfies Shape<ExitInfo>);
 	});
@@ -183,6 +189,7 @@ describe("pi/protocol.ts matches docs/protocol.schema.json", () => {
 			notice: { type: "required", level: "required", message: "required" } satisfies Shape<EventOf<"notice">>,
 			error: { type: "required", message: "required" } satisfies Shape<EventOf<"error">>,
 			done: { type: "required", success: "required" } satisfies Shape<EventOf<"done">>,
+			usage: { type: "required", usage: "required" } satisfies Shape<EventOf<"usage">>,
 		} satisfies Record<StreamEvent["type"], object>;
 		assert.deepEqual(Object.keys(events).sort(), Object.keys(expected).sort());
 		for (const [type, shape] of Object.entries(expected)) assert.deepEqual(shapeOf(events[type]!), shape, `event ${type}`);
@@ -196,5 +203,28 @@ describe("pi/protocol.ts matches docs/protocol.schema.json", () => {
 			{ reasoning: true, plan: true, "file-change": true, tool: true } satisfies Members<ActivityKind>,
 		);
 		assert.deepEqual(membersOf(property(events.notice!, "level")), { info: true, warning: true } satisfies Members<NoticeLevel>);
+	});
+
+	test("the job view (`jobs --json`, `jobs show/wait/cancel ID --json`) and job states", () => {
+		const view = defs.jobView!;
+		assert.deepEqual(shapeOf(view), {
+			id: "required",
+			state: "required",
+			agent: "required",
+			cwd: "required",
+			model: "optional",
+			effort: "optional",
+			scope: "optional",
+			limits: "required",
+			createdAt: "required",
+			startedAt: "required",
+			finishedAt: "required",
+			result: "required",
+		} satisfies Shape<JobView>);
+		assert.deepEqual(shapeOf(property(view, "limits")), { timeoutMs: "required", maxTokens: "required" } satisfies Shape<JobView["limits"]>);
+		assert.deepEqual(
+			membersOf(property(view, "state")),
+			{ queued: true, running: true, succeeded: true, failed: true, cancelled: true, lost: true } satisfies Members<JobState>,
+		);
 	});
 });

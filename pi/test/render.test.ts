@@ -8,9 +8,19 @@ import { describe, test } from "node:test";
 
 import type { ActivityItem } from "../activity.ts";
 import type { Outcome, Progress } from "../dispatch.ts";
-import { finalDetails, modelText, runningDetails } from "../details.ts";
-import { type DispatchResult, type Identity, pendingIdentity, toPiUsage } from "../protocol.ts";
-import { callLines, expandedView, type KeyHint, plainTheme, runningLines, summaryLines } from "../render.ts";
+import { backgroundDetails, backgroundText, finalDetails, jobEndText, modelText, runningDetails } from "../details.ts";
+import { jobOutcome, type TrackedJob } from "../jobs.ts";
+import { type DispatchResult, type Identity, type JobView, pendingIdentity, toPiUsage } from "../protocol.ts";
+import {
+	backgroundLines,
+	callLines,
+	expandedView,
+	jobsText,
+	type KeyHint,
+	plainTheme,
+	runningLines,
+	summaryLines,
+} from "../render.ts";
 
 const params = { agent: "agent-a", task: "Review the change in src/ for races.", cwd: "/repo" };
 
@@ -215,5 +225,73 @@ describe("what the model and the session get", () => {
 	test("details are plain JSON (they are persisted in the session file)", () => {
 		const d = finalDetails(params, outcome({}));
 		assert.deepEqual(JSON.parse(JSON.stringify(d)), d);
+	});
+});
+
+describe("background jobs", () => {
+	const id = "0123456789abcdef0123456789abcdef";
+
+	test("the tool row and the model's text name the job, what happens next, and whether it is kept", () => {
+		const d = backgroundDetails(params, { id, keep: false });
+		assert.equal(d.status, "background");
+		assert.equal(d.failure, null);
+		const [head, more] = backgroundLines(d, plainTheme);
+		assert.equal(head, `⏵ agent-a running in the background · job ${id}`);
+		assert.match(more!, /its result is posted here when it ends · cancelled if this session ends first · \/dispatch jobs · \/dispatch cancel 0123/);
+		const text = backgroundText(d);
+		assert.match(text, new RegExp(`^Started agent-a as background job ${id}; this call returns now`));
+		assert.match(text, /do not wait or poll/);
+		assert.match(text, /cancelled if this session ends first \(the person can keep it with \/dispatch keep 0123/);
+		assert.match(backgroundText(backgroundDetails(params, { id, keep: true })), /It is kept: it runs on/);
+		assert.match(backgroundLines(backgroundDetails(params, { id, keep: true }), plainTheme)[1]!, /kept if this session ends/);
+	});
+
+	test("a finished job's message: which job, then what a blocking dispatch returns", () => {
+		const o = outcome({});
+		const d = { ...finalDetails(params, o), job: { id, keep: false } };
+		assert.equal(jobEndText(d, o), `Background dispatch job ${id} (agent-a) finished.\n\n${modelText(d, o)}`);
+		const f = outcome({ ok: false, failure: { kind: "timeout", message: "over 15m" } });
+		const fd = { ...finalDetails(params, f), job: { id, keep: false } };
+		assert.match(jobEndText(fd, f), new RegExp(`^Background dispatch job ${id} \\(agent-a\\) ended: timeout\\.\n\ndispatch to agent-a failed \\(timeout\\)`));
+	});
+
+	test("a job with no result is lost, with what its log showed", () => {
+		const started = { type: "started", protocol: 1, identity: pendingIdentity("agent-a"), program: "/bin/a", cwd: "/repo" };
+		const ev = { type: "event", protocol: 1, event: { type: "text", text: "half way" } };
+		const log = `${JSON.stringify(started)}\n${JSON.stringify(ev)}\nnot json\n`;
+		const view: JobView = {
+			id, agent: "agent-a", cwd: "/repo", limits: { timeoutMs: null, maxTokens: null },
+			createdAt: 0, state: "lost", startedAt: 1, finishedAt: null, result: null,
+		};
+		const o = jobOutcome(params, view, log, "worker died");
+		assert.equal(o.result.ok, false);
+		assert.equal(o.result.failure?.kind, "job-lost");
+		assert.match(o.result.failure!.message, new RegExp(`background job ${id}: its worker ended without a result`));
+		assert.equal(o.result.text, "half way");
+		assert.equal(o.program, "/bin/a");
+		assert.equal(o.eventCount, 1);
+		assert.equal(o.synthesized, true);
+		assert.deepEqual(o.result.identity.confirmed, { model: { state: "not-reported" }, effort: { state: "not-reported" } });
+	});
+
+	test("/dispatch jobs: every job newest first, this session's marked, its finished ones' results", () => {
+		const now = 10_000_000;
+		const view = (vid: string, state: JobView["state"], createdAt: number, result: JobView["result"] = null): JobView => ({
+			id: vid, agent: "agent-a", cwd: "/repo", limits: { timeoutMs: 1_800_000, maxTokens: null },
+			createdAt, state, startedAt: createdAt, finishedAt: null, result,
+		});
+		const failed = { type: "result" as const, protocol: 1, ...outcome({ ok: false, failure: { kind: "cancelled", message: "stop" } }).result };
+		const mine: TrackedJob = {
+			id: "aaaa", params, keep: true, submittedAt: now - 5000, state: "succeeded", outcome: outcome({}), cancelledHere: false,
+		};
+		const text = jobsText([view("bbbb", "cancelled", now - 600_000, failed), view("aaaa", "succeeded", now - 5000)], [mine], now);
+		const lines = text.split("\n");
+		assert.equal(lines[0], "2 background jobs on this machine");
+		assert.equal(lines[1], "aaaa  succeeded  agent-a  5s ago  /repo [this session, kept]");
+		assert.equal(lines[2], "bbbb  cancelled (cancelled)  agent-a  10m ago  /repo");
+		assert.equal(lines[4], "── aaaa (agent-a) succeeded");
+		assert.match(text, /ANSWER-LINE-1/);
+		assert.doesNotMatch(text, /\/dispatch cancel ID/, "nothing is running");
+		assert.match(jobsText([view("cccc", "running", now)], [], now), /A running job: \/dispatch cancel ID/);
 	});
 });

@@ -42,6 +42,21 @@ describe("/dispatch arguments", () => {
 		assert.match((parseDispatchArgs("a") as { error: string }).error, /what should a do/);
 		assert.match((parseDispatchArgs("a --model") as { error: string }).error, /--model needs a value/);
 	});
+
+	test("limits: --timeout D and --max-tokens N (a whole number)", () => {
+		assert.deepEqual(parseDispatchArgs("a --timeout 90s --max-tokens=5000 go"), { kind: "run", agent: "a", timeout: "90s", maxTokens: 5000, task: "go" });
+		assert.match((parseDispatchArgs("a --max-tokens lots go") as { error: string }).error, /--max-tokens needs a whole number/);
+		assert.match((parseDispatchArgs("a --max-tokens 0 go") as { error: string }).error, /at least 1/);
+	});
+
+	test("jobs [ID], cancel ID, keep ID", () => {
+		assert.deepEqual(parseDispatchArgs("jobs"), { kind: "jobs" });
+		assert.deepEqual(parseDispatchArgs(" jobs  0a1b "), { kind: "jobs", id: "0a1b" });
+		assert.deepEqual(parseDispatchArgs("cancel 0a1b"), { kind: "cancel", id: "0a1b" });
+		assert.deepEqual(parseDispatchArgs("keep 0a1b"), { kind: "keep", id: "0a1b" });
+		assert.match((parseDispatchArgs("cancel") as { error: string }).error, /which job\? \/dispatch cancel ID/);
+		assert.match((parseDispatchArgs("keep") as { error: string }).error, /which job\? \/dispatch keep ID/);
+	});
 });
 
 describe("finding the binary", () => {

@@ -3,13 +3,17 @@
 
 pub mod claude;
 pub mod codex;
+pub mod gemini;
 
 use crate::contract::{Failure, FailureKind};
 
 /// Every adapter this build knows. Adding an agent is one module and one line here.
 pub fn registry() -> &'static [&'static dyn crate::adapter::Adapter] {
-    static ADAPTERS: &[&dyn crate::adapter::Adapter] =
-        &[&codex::CodexAdapter, &claude::ClaudeAdapter];
+    static ADAPTERS: &[&dyn crate::adapter::Adapter] = &[
+        &codex::CodexAdapter,
+        &claude::ClaudeAdapter,
+        &gemini::GeminiAdapter,
+    ];
     ADAPTERS
 }
 

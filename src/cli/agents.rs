@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use agent_dispatch::adapter::Capabilities;
+use agent_dispatch::adapter::{Capabilities, ReadOnlyBy};
 use agent_dispatch::supervise::Supervisor;
 use agent_dispatch::{adapters, env, program};
 use serde::Serialize;
@@ -18,6 +18,8 @@ struct AgentInfo {
     version: Option<String>,
     install_hint: &'static str,
     capabilities: Capabilities,
+    /// What the adapter cannot hide or enforce.
+    limits: &'static [&'static str],
 }
 
 pub async fn agents(json: bool) -> anyhow::Result<ExitCode> {
@@ -39,24 +41,43 @@ pub async fn agents(json: bool) -> anyhow::Result<ExitCode> {
             version,
             install_hint: a.install_hint(),
             capabilities: a.capabilities(),
+            limits: a.limits(),
         });
     }
     supervisor.shutdown().await;
     if json {
         println!("{}", serde_json::to_string_pretty(&infos)?);
     } else {
+        println!("{:<8} {:<12} {:<26} CLI", "AGENT", "NAME", "READ-ONLY");
         for i in &infos {
             let state = match (&i.path, &i.version) {
                 (Some(p), Some(v)) => format!("{v} ({p})"),
                 (Some(p), None) => format!("installed ({p}), version unknown"),
                 _ => format!("not installed — {}", i.install_hint),
             };
-            let ro = if i.capabilities.read_only_enforced {
-                "read-only enforced"
-            } else {
-                "NO read-only"
+            // Enforcement is a property of an installed CLI's sandbox: nothing to claim without one.
+            let ro = match (i.installed, i.capabilities.read_only_enforced) {
+                (false, _) => "-".to_owned(),
+                (true, true) => match &i.capabilities.read_only_by {
+                    ReadOnlyBy::CliSandbox => "enforced: CLI sandbox".to_owned(),
+                    ReadOnlyBy::DispatcherWall {
+                        landlock_abi: Some(abi),
+                    } => format!("enforced: wall, ABI {abi}"),
+                    ReadOnlyBy::DispatcherWall { landlock_abi: None } => {
+                        "NOT enforced: no Landlock".to_owned()
+                    }
+                },
+                (true, false) => "NOT enforced".to_owned(),
             };
-            println!("{:<8} {:<12} {ro:<20} {state}", i.id, i.display_name);
+            println!("{:<8} {:<12} {ro:<26} {state}", i.id, i.display_name);
+            for l in i.limits {
+                println!("         limit: {l}");
+            }
+        }
+        if infos.iter().any(|i| i.installed) {
+            println!(
+                "\nenforced: by the CLI's own sandbox, or by the dispatcher's Landlock wall for a CLI without one; `agent-dispatch check` proves it on this machine"
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

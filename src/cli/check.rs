@@ -30,10 +30,16 @@ pub async fn check(agents: &[String], json: bool) -> anyhow::Result<ExitCode> {
     };
     let mut reports = Vec::new();
     for a in selected {
-        if !json {
-            eprintln!("checking {} …", a.display_name());
-        }
+        let progress = (!json).then(|| {
+            super::view::progress_line(format!(
+                "checking {} (the real CLI against a loopback fake model, offline) …",
+                a.display_name()
+            ))
+        });
         let report = gate::check_and_record(a, &parent, &supervisor, cancel.clone()).await;
+        if let Some(p) = progress {
+            p.finish_and_clear();
+        }
         if !json {
             println!("{report}");
         }

@@ -1,11 +1,13 @@
-//! The command-line face: `run`, `agents`, `models`, `check`. Each subcommand is a thin shell
-//! over the library (`run` over [`agent_dispatch::dispatch`]); nothing here knows an agent.
+//! The command-line face: `run`, `agents`, `models`, `check`, `demo`. Each subcommand is a thin
+//! shell over the library (`run` over [`agent_dispatch::dispatch`]); nothing here knows an agent.
 
 mod agents;
 mod check;
+mod demo;
 mod jobs;
 mod models;
 mod run;
+mod view;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,7 +27,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Dispatch a task; writes versioned JSONL (started, event…, result) on stdout.
+    /// Dispatch a task. On a terminal: a live view, then the answer; with `--json` or when
+    /// stdout is not a terminal: versioned JSONL (started, event…, result).
     Run(RunArgs),
     /// List the supported agents, their capabilities and the installed CLI versions.
     Agents {
@@ -44,6 +47,13 @@ enum Command {
     },
     /// Background jobs (`run --background`): list them, or show, wait, logs, cancel, prune.
     Jobs(jobs::JobsArgs),
+    /// Watch a real dispatch with no keys and no network: the real CLI against the built-in
+    /// loopback fake model, in a scratch repository — the agent tries to write, is refused by
+    /// the sandbox, reads the diff, and answers.
+    Demo {
+        /// Agent ids (default: every installed one).
+        agents: Vec<String>,
+    },
     /// List an agent's model catalogue (read live from the CLI).
     Models {
         /// Agent id, as listed by `agents`.
@@ -75,6 +85,9 @@ pub struct RunArgs {
     /// Read the task from a file (`-` for stdin) instead of the arguments after `--`.
     #[arg(long, conflicts_with = "task")]
     task_file: Option<PathBuf>,
+    /// Write the JSONL protocol even on a terminal.
+    #[arg(long)]
+    json: bool,
     /// Treat end-of-file on stdin as "the caller died": cancel and clean up.
     #[arg(long, conflicts_with = "background")]
     lifeline: bool,
@@ -100,5 +113,6 @@ pub async fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Models { agent, json } => models::models(&agent, json).await,
         Command::Check { agents, json } => check::check(&agents, json).await,
         Command::Jobs(args) => jobs::jobs(args).await,
+        Command::Demo { agents } => demo::demo(&agents).await,
     }
 }

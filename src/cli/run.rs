@@ -1,6 +1,8 @@
-//! `agent-dispatch run`: one dispatch, streamed as protocol lines; SIGTERM, SIGINT and (with
-//! `--lifeline`) EOF on stdin cancel it, and the final `result` line is still written.
+//! `agent-dispatch run`: one dispatch, streamed as protocol lines — or, on a terminal without
+//! `--json`, shown live for a person ([`super::view`]); SIGTERM, SIGINT and (with `--lifeline`) EOF
+//! on stdin cancel it, and the final `result` is still written.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use agent_dispatch::contract::Identity;
@@ -17,6 +19,48 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use super::RunArgs;
+use super::view::HumanView;
+
+/// Where the dispatch is shown: the protocol for machines, the live view for a person.
+enum Face {
+    Json(Writer<std::io::Stdout>),
+    /// The view exists once the dispatch has started.
+    Human(Option<HumanView>),
+}
+
+impl Face {
+    fn started(
+        &mut self,
+        identity: agent_dispatch::contract::Identity,
+        program: String,
+        cwd: String,
+    ) {
+        match self {
+            Face::Json(out) => out.write(&Line::started(identity, program, cwd)),
+            Face::Human(view) => *view = Some(HumanView::start(&identity.agent, &program, &cwd)),
+        }
+    }
+
+    fn event(&mut self, ev: agent_dispatch::contract::StreamEvent) {
+        match self {
+            Face::Json(out) => out.write(&Line::event(ev)),
+            Face::Human(Some(view)) => view.event(&ev),
+            Face::Human(None) => {}
+        }
+    }
+
+    fn result(self, result: DispatchResult) -> anyhow::Result<ExitCode> {
+        let code = if result.ok { 0 } else { 1 };
+        match self {
+            Face::Json(mut out) => out.write(&Line::result(result)),
+            Face::Human(view) => {
+                let view = view.unwrap_or_else(|| HumanView::start(&result.identity.agent, "", ""));
+                view.finish(&result);
+            }
+        }
+        Ok(ExitCode::from(code))
+    }
+}
 
 fn read_task(args: &RunArgs) -> Result<String, Failure> {
     let invalid = |m: String| Failure::new(FailureKind::InvalidRequest, m);
@@ -42,16 +86,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     unix::become_subreaper();
     unix::terminate_with_parent();
 
-    let mut out = Writer::new(std::io::stdout());
-    let finish = |out: &mut Writer<std::io::Stdout>, result: DispatchResult| {
-        let code = if result.ok { 0 } else { 1 };
-        out.write(&Line::result(result));
-        Ok(ExitCode::from(code))
+    let mut face = if args.json || !std::io::stdout().is_terminal() {
+        Face::Json(Writer::new(std::io::stdout()))
+    } else {
+        Face::Human(None)
     };
     let identity = Identity::requested(&args.agent, args.model.as_deref(), args.effort.as_deref());
     let task = match read_task(&args) {
         Ok(t) => t,
-        Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
+        Err(f) => return face.result(DispatchResult::early_failure(identity, f)),
     };
     let cwd = match &args.cwd {
         Some(c) => c.clone(),
@@ -67,16 +110,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let valid = match request::validate(&req) {
         Ok(v) => v,
-        Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
+        Err(f) => return face.result(DispatchResult::early_failure(identity, f)),
     };
     let parent_env = env::current();
     let gate = match gate::policy_from_env(&parent_env) {
         Ok(c) => c,
-        Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
+        Err(f) => return face.result(DispatchResult::early_failure(identity, f)),
     };
     let limits = match Limits::from_env(args.timeout.as_deref(), args.max_tokens, &parent_env) {
         Ok(l) => l,
-        Err(f) => return finish(&mut out, DispatchResult::early_failure(identity, f)),
+        Err(f) => return face.result(DispatchResult::early_failure(identity, f)),
     };
     if args.background {
         return background(&valid, &req.task, limits);
@@ -90,23 +133,19 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let program = agent_dispatch::program::resolve_program(valid.adapter, &opts.parent_env)
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    out.write(&Line::started(
-        identity,
-        program,
-        valid.cwd.display().to_string(),
-    ));
+    face.started(identity, program, valid.cwd.display().to_string());
 
     let cancel = CancellationToken::new();
     let supervisor = Supervisor::new();
     let watcher = tokio::spawn(watch_for_cancel(cancel.clone(), args.lifeline));
     let result = {
-        let mut sink = |ev| out.write(&Line::event(ev));
+        let mut sink = |ev| face.event(ev);
         dispatch::dispatch_valid(&valid, &opts, &supervisor, cancel.clone(), &mut sink).await
     };
     watcher.abort();
     // Belt and braces: nothing this process started outlives it.
     supervisor.shutdown().await;
-    finish(&mut out, result)
+    face.result(result)
 }
 
 /// Hand a validated dispatch to a detached worker and print its job line. Nothing else is

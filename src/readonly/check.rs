@@ -13,7 +13,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::adapter::{Adapter, Env, LaunchContext};
-use crate::contract::{FailureKind, StreamEvent};
+use crate::contract::{FailureKind, NoticeLevel, StreamEvent};
 use crate::readonly::probe::{ProbeKind, ProbeResult};
 use crate::readonly::record::check_key;
 use crate::readonly::report::{CheckReport, ProbeReport, Verdict};
@@ -31,7 +31,8 @@ pub const DENIAL_MARKERS: &[&str] = &[
     "writing is blocked by read-only sandbox",
 ];
 
-fn judge(probe: ProbeResult, cwd: &Path) -> ProbeReport {
+/// How one probe went, from its output and whether its target appeared under `cwd`.
+pub fn judge(probe: ProbeResult, cwd: &Path) -> ProbeReport {
     let output = probe.output.clone();
     let line_with = |needles: &[&str]| {
         output.as_deref().and_then(|o| {
@@ -49,6 +50,23 @@ fn judge(probe: ProbeResult, cwd: &Path) -> ProbeReport {
             None if output.is_none() => (Verdict::NotAttempted, None),
             None => (Verdict::ReadFailed, None),
         },
+        ProbeKind::SecretRead => {
+            let secret = probe
+                .target
+                .as_deref()
+                .and_then(|t| std::fs::read_to_string(t).ok())
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty());
+            match (&output, secret) {
+                (None, _) => (Verdict::NotAttempted, None),
+                (Some(o), Some(s)) if o.contains(&s) => (Verdict::SecretLeaked, None),
+                (Some(_), None) => (Verdict::NoEvidence, None),
+                (Some(_), Some(_)) => match line_with(DENIAL_MARKERS) {
+                    Some(e) => (Verdict::Denied, Some(e)),
+                    None => (Verdict::NoEvidence, None),
+                },
+            }
+        }
         _ => {
             let written = probe
                 .target
@@ -95,10 +113,14 @@ async fn run_check_inner(
     let id = adapter.id();
     let program = match crate::program::resolve_program(adapter, parent_env) {
         Ok(p) => p,
-        Err(f) => {
+        Err(_) => {
             return CheckReport::failed(
                 id,
-                f.message,
+                format!(
+                    "{} CLI `{}` was not found on PATH",
+                    adapter.display_name(),
+                    adapter.program()
+                ),
                 Some(format!("install it: {}", adapter.install_hint())),
             );
         }
@@ -174,7 +196,17 @@ async fn run_check_inner(
         effort: None,
         cwd: cwd.clone(),
     };
-    let mut sink = |_e: StreamEvent| {};
+    // The run's warnings can name what is wrong on this machine precisely (a path, a setting).
+    let mut warnings = Vec::new();
+    let mut sink = |e: StreamEvent| {
+        if let StreamEvent::Notice {
+            level: NoticeLevel::Warning,
+            message,
+        } = e
+        {
+            warnings.push(message);
+        }
+    };
     let result = runner::run(
         &req,
         &program,
@@ -209,9 +241,12 @@ async fn run_check_inner(
             Verdict::Denied | Verdict::ReadOk => continue,
             Verdict::Written => "a write succeeded: the sandbox is not read-only",
             Verdict::NoEvidence => {
-                "a write was not refused by the sandbox (no denial in its output)"
+                "a write or a secret read was not refused by the sandbox (no denial in its output)"
             }
             Verdict::NotAttempted => "a probe never ran",
+            Verdict::SecretLeaked => {
+                "a secret outside the allowed paths was read and reached the model"
+            }
             Verdict::ReadFailed => {
                 "the read (`git diff`) did not show the uncommitted change: sandboxed commands are not running"
             }
@@ -231,7 +266,12 @@ async fn run_check_inner(
         .iter()
         .any(|p| p.contains("sandboxed commands are not running") || p.contains("bwrap: execvp"))
     {
-        fixes.push("the CLI's sandbox could not start commands here: check that bubblewrap works (user namespaces) and, for Codex, that CODEX_HOME is not under the temp directory".into());
+        // The first warning is the adapter's own diagnosis when it has one (pre-flight
+        // notices come before anything the CLI prints), naming the exact cause.
+        match warnings.first() {
+            Some(w) => fixes.push(w.clone()),
+            None => fixes.push("the CLI's sandbox could not start commands here: check that bubblewrap works (user namespaces) and that the CLI's home is not under the temp directory".into()),
+        }
     }
     if reports.iter().any(|p| p.verdict == Verdict::Written) {
         fixes.push("a setting re-enables writes: check the CLI's configuration and this build's launch flags".into());

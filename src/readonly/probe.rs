@@ -20,6 +20,9 @@ pub enum ProbeKind {
     InterpreterWrite,
     /// A read that must work: `git diff` of the scratch repo's uncommitted change.
     Read,
+    /// A read that must fail: a secret file outside what the agent may read (its absolute
+    /// path is the probe's target; its content must never reach the model).
+    SecretRead,
 }
 
 /// One scripted probe and what the CLI sent back to the model as its result.

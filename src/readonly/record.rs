@@ -208,18 +208,8 @@ pub struct CheckRecord {
     pub evidence: Vec<String>,
 }
 
-/// Where records live: `$AGENT_DISPATCH_CACHE_DIR`, else `$XDG_CACHE_HOME/agent-dispatch`,
-/// else `$HOME/.cache/agent-dispatch`.
-pub fn cache_dir(env: &Env) -> Option<PathBuf> {
-    let get = |k: &str| {
-        env.get(std::ffi::OsStr::new(k))
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    get("AGENT_DISPATCH_CACHE_DIR")
-        .or_else(|| get("XDG_CACHE_HOME").map(|d| d.join("agent-dispatch")))
-        .or_else(|| get("HOME").map(|h| h.join(".cache/agent-dispatch")))
-}
+/// Where records live: see [`crate::env::cache_dir`].
+pub use crate::env::cache_dir;
 
 fn record_path(dir: &Path, key: &CheckKey) -> PathBuf {
     let json = serde_json::to_vec(key).unwrap_or_default();
@@ -269,7 +259,8 @@ pub fn store(dir: &Path, record: &CheckRecord) -> std::io::Result<PathBuf> {
 }
 
 /// Hash of the production launch, for a canonical request (placeholder prompt, cwd `/`, no
-/// model): program, argv, and the child's complete environment, names and values. Values enter
+/// model): program, argv, the child's complete environment, names and values, and the wall's
+/// rules (a walled launch's private directory spelled `<private>`). Values enter
 /// only this hash, never the record in clear (they may hold credentials). Also returns the
 /// variables' names, for the report.
 pub fn launch_fingerprint(
@@ -287,6 +278,20 @@ pub fn launch_fingerprint(
         endpoint: None,
     };
     let launch = adapter.launch(&ctx)?;
+    // A walled launch's private directory is new every time: spelled `<private>` here.
+    let private = launch
+        .wall
+        .as_ref()
+        .and_then(|w| w.private_path())
+        .and_then(|p| p.canonicalize().ok());
+    let private_str = private.as_ref().map(|p| p.to_string_lossy().into_owned());
+    let stable = |v: &std::ffi::OsStr| match &private_str {
+        Some(p) => v
+            .to_string_lossy()
+            .replace(p.as_str(), "<private>")
+            .into_bytes(),
+        None => v.as_encoded_bytes().to_vec(),
+    };
     let mut h = Sha256::new();
     let mut field = |tag: u8, bytes: &[u8]| {
         h.update([tag]);
@@ -295,13 +300,18 @@ pub fn launch_fingerprint(
     };
     field(0, launch.program.as_os_str().as_encoded_bytes());
     for a in &launch.args {
-        field(1, a.as_encoded_bytes());
+        field(1, &stable(a));
     }
     let mut env = launch.env.clone();
     env.sort();
     for (k, v) in &env {
         field(2, k.as_encoded_bytes());
-        field(3, v.as_encoded_bytes());
+        field(3, &stable(v));
+    }
+    // The wall is part of the configuration the check proved.
+    if let Some(wall) = &launch.wall {
+        let spec = wall.spec.normalized(private.as_deref());
+        field(4, &serde_json::to_vec(&spec).unwrap_or_default());
     }
     let names = env
         .iter()

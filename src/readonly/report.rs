@@ -22,6 +22,8 @@ pub enum Verdict {
     ReadOk,
     /// The read did not show the uncommitted change.
     ReadFailed,
+    /// A secret outside what the agent may read reached the model.
+    SecretLeaked,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,8 +136,14 @@ impl std::fmt::Display for CheckReport {
         for p in &self.problems {
             writeln!(f, "  problem   {p}")?;
         }
+        // Each fix once, and not when a problem line already says it.
+        let mut shown: Vec<&str> = Vec::new();
         for x in &self.fixes {
-            writeln!(f, "  fix       {x}")?;
+            let said = self.problems.iter().any(|p| p.contains(x.as_str()));
+            if !said && !shown.contains(&x.as_str()) {
+                shown.push(x);
+                writeln!(f, "  fix       {x}")?;
+            }
         }
         self.write_coverage(f)
     }

@@ -107,7 +107,10 @@ pub async fn run(
     DispatchResult {
         ok: failure.is_none(),
         text: outcome.text,
-        usage: outcome.usage,
+        // A block of zeros (no model request was made) is no usage report.
+        usage: outcome
+            .usage
+            .filter(|u| u.total_tokens() > 0 || u.cost_usd.is_some_and(|c| c > 0.0)),
         identity: Identity {
             confirmed,
             ..identity

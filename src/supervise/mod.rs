@@ -245,6 +245,9 @@ impl Supervisor {
         unsafe {
             cmd.pre_exec(move || unix::child_die_with_parent(parent));
         }
+        if let Some(wall) = &launch.wall {
+            unix::wall_child(&mut cmd, &wall.spec)?;
+        }
 
         // Registration and the shutdown check happen under one lock, so a shutdown that has
         // started never misses a group and never lets a new one in.
@@ -256,7 +259,9 @@ impl Supervisor {
             ));
         }
         let mut child = cmd.spawn().map_err(|e| {
-            let kind = if e.kind() == std::io::ErrorKind::NotFound {
+            let kind = if crate::wall::is_wall_refusal(&e) {
+                FailureKind::ReadOnlyUnavailable
+            } else if e.kind() == std::io::ErrorKind::NotFound {
                 FailureKind::NotInstalled
             } else {
                 FailureKind::SpawnFailed

@@ -221,6 +221,28 @@ pub fn kill_descendants() {
     reap(set);
 }
 
+/// Put the wall around the child: the ruleset is built here, before the fork (a kernel that
+/// cannot enforce it refuses the spawn: `read-only-unavailable`, nothing started); the child
+/// only restricts itself between fork and exec.
+pub fn wall_child(
+    cmd: &mut tokio::process::Command,
+    spec: &crate::wall::WallSpec,
+) -> Result<(), crate::contract::Failure> {
+    let mut wall = crate::wall::prepare(spec).map_err(|e| {
+        crate::contract::Failure::new(
+            crate::contract::FailureKind::ReadOnlyUnavailable,
+            format!(
+                "the dispatcher's Landlock wall cannot be built here, so nothing was started: {e}"
+            ),
+        )
+    })?;
+    // SAFETY: the closure only makes the prctl and landlock_restrict_self system calls.
+    unsafe {
+        cmd.pre_exec(move || wall.restrict_child());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

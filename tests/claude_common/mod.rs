@@ -23,6 +23,11 @@ use agent_dispatch::tree_guard::TreeGuard;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
+// Each support module belongs to the test crates that load it; some load two of them.
+#[allow(clippy::duplicate_mod)]
+#[path = "../support/homes.rs"]
+pub mod homes;
+
 /// How long one real run may take before the test fails.
 pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 
@@ -41,11 +46,10 @@ pub fn claude_bin() -> PathBuf {
     p
 }
 
-/// `$CARGO_MANIFEST_DIR/.cache/claude-real` (git-ignored).
+/// `$HOME/.cache/agent-dispatch-tests/claude-real`: homes live outside the temp dir and the
+/// clone (see [`homes`]).
 pub fn cache_dir() -> PathBuf {
-    let d = manifest_dir().join(".cache/claude-real");
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    homes::shared_home("claude-real")
 }
 
 /// Fill `dir` with links to every program on the standard PATH except `omit`.
@@ -92,6 +96,9 @@ pub struct Dispatch {
     snapshot: bool,
     preflight: bool,
     mutate: Option<Mutator>,
+    /// Engine runs only: run this adapter (a wrapper over Claude's) through `runner::run`
+    /// directly, past the gate.
+    adapter: Option<&'static dyn Adapter>,
 }
 
 impl Dispatch {
@@ -128,6 +135,7 @@ impl Dispatch {
             snapshot: true,
             preflight: true,
             mutate: None,
+            adapter: None,
         }
     }
 
@@ -141,6 +149,12 @@ impl Dispatch {
 
     pub fn with_snapshot(mut self, on: bool) -> Self {
         self.snapshot = on;
+        self
+    }
+
+    /// Engine runs only: run `adapter` instead of Claude's, through the runner.
+    pub fn with_adapter(mut self, adapter: &'static dyn Adapter) -> Self {
+        self.adapter = Some(adapter);
         self
     }
 
@@ -217,12 +231,35 @@ impl Dispatch {
         };
         let started = Instant::now();
         let supervisor = Supervisor::new();
-        let result = tokio::time::timeout(
-            RUN_LIMIT,
-            dispatch::dispatch(&req, &opts, &supervisor, cancel, &mut sink),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("dispatch did not finish within {RUN_LIMIT:?}"));
+        let program = claude_bin();
+        let work = async {
+            match self.adapter {
+                None => dispatch::dispatch(&req, &opts, &supervisor, cancel, &mut sink).await,
+                Some(adapter) => {
+                    let valid = agent_dispatch::request::ValidRequest {
+                        adapter,
+                        task: self.prompt.clone(),
+                        scope: None,
+                        model: self.model.clone(),
+                        effort: self.effort.clone(),
+                        cwd: self.cwd.clone(),
+                    };
+                    agent_dispatch::runner::run(
+                        &valid,
+                        &program,
+                        &self.parent_env,
+                        Some(&endpoint),
+                        &supervisor,
+                        cancel,
+                        &mut sink,
+                    )
+                    .await
+                }
+            }
+        };
+        let result = tokio::time::timeout(RUN_LIMIT, work)
+            .await
+            .unwrap_or_else(|_| panic!("dispatch did not finish within {RUN_LIMIT:?}"));
         let duration = started.elapsed();
         assert_eq!(
             supervisor.active(),
@@ -610,7 +647,12 @@ pub fn write_verification_doc(evidence: &[Evidence]) {
          Only with `CLAUDE_CODE_USE_BEDROCK` on: {}.\n\n\
          Only with `CLAUDE_CODE_USE_VERTEX` on: {}.\n\n\
          Only with `CLAUDE_CODE_USE_FOUNDRY` on: {}.\n\n\
-         Never passed: {}.\n\n\
+         Never passed from the caller: {}.\n\n\
+         Set by the adapter on every launch: {}; `GIT_CONFIG_GLOBAL` (a private global git \
+         configuration that includes the user's, so the CLI stops appending to the user's global git \
+         ignore file: `adapters/claude/git_home.rs`); `CLAUDE_CODE_TMPDIR` (a private temp dir instead \
+         of the `/tmp/claude-<uid>` all of the user's Claude sessions share, which is denied: \
+         `adapters/claude/tmp.rs`).\n\n\
          With a loopback endpoint (tests, self-check) these are dropped and replaced by the endpoint's \
          `ANTHROPIC_BASE_URL`, `ANTHROPIC_AUTH_TOKEN` and `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`: {}.\n",
         list(agent_dispatch::env::BASE_ALLOWLIST),
@@ -619,6 +661,11 @@ pub fn write_verification_doc(evidence: &[Evidence]) {
         list(cenv::VERTEX_ALLOWLIST),
         list(cenv::FOUNDRY_ALLOWLIST),
         list(cenv::NEVER),
+        cenv::FIXED
+            .iter()
+            .map(|(k, v)| format!("`{k}={v}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
         list(cenv::ENDPOINT_REPLACES),
     );
     for e in evidence {

@@ -3,8 +3,8 @@
 //! * The binary is `$CARGO_MANIFEST_DIR/.tools/node_modules/.bin/codex` (installed by
 //!   `scripts/install-tools.sh`); a missing binary FAILS the test, it never skips.
 //! * Every run gets a fresh `CODEX_HOME` and `HOME` under `$HOME/.cache/agent-dispatch-tests/`
-//!   — never under the temp dir, where codex's sandbox helper cannot start, and never inside
-//!   the clone (a repository under test must not contain the homes).
+//!   ([`homes`]) — never under the temp dir, where codex's sandbox helper cannot start, and
+//!   never inside the clone, which may itself be under the temp dir.
 //! * The caller environment handed to the engine is built here, never inherited wholesale.
 #![allow(dead_code)]
 
@@ -26,6 +26,11 @@ use agent_dispatch::readonly::scratch::ScratchRepo;
 use agent_dispatch::supervise::Supervisor;
 use tokio_util::sync::CancellationToken;
 
+// Each support module belongs to the test crates that load it; some load two of them.
+#[allow(clippy::duplicate_mod)]
+#[path = "../support/homes.rs"]
+pub mod homes;
+
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -46,14 +51,9 @@ pub fn codex() -> PathBuf {
     bin_dir().join("codex")
 }
 
-/// `$HOME/.cache/agent-dispatch-tests/codex`, created on demand.
+/// `$HOME/.cache/agent-dispatch-tests/codex-tests`, created on demand (see [`homes`]).
 pub fn cache() -> PathBuf {
-    let home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .expect("HOME must be set for the codex tests");
-    let d = PathBuf::from(home).join(".cache/agent-dispatch-tests/codex");
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    homes::shared_home("codex-tests")
 }
 
 /// A fresh world for one run: a scratch git repo (one commit + an uncommitted change), a home

@@ -52,6 +52,59 @@ impl HostileWorld {
         world
     }
 
+    /// Hostile repository-local git configuration (what a repository shipped with its `.git`,
+    /// e.g. a tarball, could carry): `core.fsmonitor`, `core.pager`, `core.hooksPath`,
+    /// `core.sshCommand`, `diff.external`, and a `.gitattributes` filter and textconv for every
+    /// file, each touching a `git-*` marker. A CLI that runs git in the tree outside its sandbox
+    /// with the repository's configuration fires them.
+    pub fn plant_git_config(&self) {
+        let repo = self.repo();
+        let m = self.markers();
+        let touch = |name: &str| format!("touch {}/git-{name}", m.display());
+        std::fs::write(
+            repo.join(".gitattributes"),
+            "* filter=hostile diff=hostile\n",
+        )
+        .unwrap();
+        git(&repo, &["add", ".gitattributes"]);
+        git(
+            &repo,
+            &[
+                "-c",
+                "user.name=attacker",
+                "-c",
+                "user.email=attacker@localhost",
+                "commit",
+                "-q",
+                "-m",
+                "attributes",
+            ],
+        );
+        // Configured after the commit: git itself would run them while committing.
+        for (k, v) in [
+            ("core.fsmonitor", format!("{}; false", touch("fsmonitor"))),
+            ("core.pager", format!("{}; cat", touch("pager"))),
+            ("core.hooksPath", m.join("hooks").display().to_string()),
+            ("core.sshCommand", touch("ssh-command")),
+            ("diff.external", touch("diff-external")),
+            (
+                "filter.hostile.clean",
+                format!("{}; cat", touch("filter-clean")),
+            ),
+            (
+                "filter.hostile.smudge",
+                format!("{}; cat", touch("filter-smudge")),
+            ),
+            (
+                "diff.hostile.textconv",
+                format!("{}; cat", touch("textconv")),
+            ),
+        ] {
+            git(&repo, &["config", k, &v]);
+        }
+        assert_eq!(self.fired(), Vec::<String>::new(), "setup fired a marker");
+    }
+
     /// The tree under review (canonical).
     pub fn repo(&self) -> PathBuf {
         self.dir.path().canonicalize().unwrap().join("repo")
@@ -89,6 +142,21 @@ fn copy_substituted(from: &Path, to: &Path, subs: &[(&str, &str)]) {
     }
 }
 
+fn git(repo: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(repo)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn git_commit_all(repo: &Path) {
     for args in [
         &["init", "-q", "-b", "main"][..],
@@ -106,17 +174,6 @@ fn git_commit_all(repo: &Path) {
             "a hostile repository",
         ],
     ] {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(repo)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        git(repo, args);
     }
 }

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+pub mod homes;
+
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -86,8 +88,7 @@ pub fn live_in_dir(dir: &std::path::Path) -> Vec<i32> {
 
 /// A fresh, unique working directory for one dispatch (see [`live_in_dir`]).
 pub fn run_dir(prefix: &str) -> tempfile::TempDir {
-    let base = repo_root().join(".cache/run-dirs");
-    std::fs::create_dir_all(&base).unwrap();
+    let base = homes::shared_home("run-dirs");
     tempfile::Builder::new()
         .prefix(prefix)
         .tempdir_in(base)

@@ -39,6 +39,7 @@ impl Adapter for TestAdapter {
             reports_effort: false,
             efforts: vec![],
             usage_reports: agent_dispatch::adapter::UsageReports::PerTurn,
+            read_only_by: agent_dispatch::adapter::ReadOnlyBy::CliSandbox,
         }
     }
     fn launch(&self, ctx: &LaunchContext<'_>) -> Result<Launch, Failure> {
@@ -51,6 +52,7 @@ impl Adapter for TestAdapter {
             cwd: ctx.cwd.to_path_buf(),
             env: agent_dispatch::env::allowlisted(ctx.parent_env, &["FAKE_*"], &[]),
             stdin,
+            wall: None,
         })
     }
     fn parser(&self) -> Box<dyn StreamParser> {

@@ -3,9 +3,9 @@
  * and /proc. Tests run under Node 22 (scripts/test-pi.sh), the same Node that runs Pi.
  */
 
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { fileURLToPath } from "node:url";
@@ -25,6 +25,57 @@ const scratchRoot = mkdtempSync(join(tmpdir(), "pi-dispatch-test-"));
 process.on("exit", () => {
 	if (!process.env.KEEP_TEST_DIRS) rmSync(scratchRoot, { recursive: true, force: true });
 });
+
+/**
+ * CLI homes (CODEX_HOME, HOME for a real CLI…) live outside the temp dir and outside the clone:
+ * Codex cannot start its sandbox helper from a home under the temp dir, and the clone may be
+ * there too. Root: $AGENT_DISPATCH_TEST_HOMES, else ~/.cache/agent-dispatch-tests; removed at exit.
+ */
+const homesRoot = process.env.AGENT_DISPATCH_TEST_HOMES || join(homedir(), ".cache", "agent-dispatch-tests");
+const cliHomes: string[] = [];
+process.on("exit", () => {
+	if (!process.env.KEEP_TEST_DIRS) for (const d of cliHomes) rmSync(d, { recursive: true, force: true });
+});
+
+export function cliHome(name: string): string {
+	mkdirSync(homesRoot, { recursive: true });
+	const d = mkdtempSync(join(homesRoot, `${name}-`));
+	cliHomes.push(d);
+	return d;
+}
+
+/**
+ * Job stores (AGENT_DISPATCH_STATE_DIR) live outside the temp dir and the clone, like every home a
+ * test gives a CLI: under $HOME/.cache/agent-dispatch-tests, removed at exit.
+ */
+let stateRoot: string | undefined;
+const stateDirs: string[] = [];
+export function jobStateDir(name: string): string {
+	if (!stateRoot) {
+		mkdirSync(homesRoot, { recursive: true });
+		const root = mkdtempSync(join(homesRoot, "pi-jobs-"));
+		stateRoot = root;
+		process.on("exit", () => {
+			// A failed test must not leave a job running: cancel what is still live, then remove.
+			for (const d of stateDirs) cancelLiveJobs(d);
+			if (!process.env.KEEP_TEST_DIRS) rmSync(root, { recursive: true, force: true });
+		});
+	}
+	const d = join(stateRoot, `${++dirCounter}-${name}`);
+	mkdirSync(d, { recursive: true });
+	stateDirs.push(d);
+	return d;
+}
+
+/** Cancel every queued or running job in the store `state` (through the binary); returns their ids. */
+export function cancelLiveJobs(state: string): string[] {
+	const env = dispatchEnv({ AGENT_DISPATCH_STATE_DIR: state });
+	const list = spawnSync(BIN, ["jobs", "--json"], { env, encoding: "utf8" });
+	if (list.status !== 0) return [];
+	const live = (JSON.parse(list.stdout) as { id: string; state: string }[]).filter((j) => j.state === "queued" || j.state === "running");
+	for (const j of live) spawnSync(BIN, ["jobs", "cancel", j.id], { env });
+	return live.map((j) => j.id);
+}
 
 let dirCounter = 0;
 export function scratch(name: string): string {
@@ -300,4 +351,16 @@ export async function pollUntil<T>(check: () => T | undefined | null | false, ti
 		if (Date.now() > end) throw new Error(`timed out after ${timeoutMs}ms waiting for ${what}`);
 		await new Promise((r) => setTimeout(r, everyMs));
 	}
+}
+
+/** The binary's own view of a job (`jobs show ID --json`) in the store `state`. */
+export function showJob(state: string, id: string): Record<string, any> {
+	const r = spawnSync(BIN, ["jobs", "show", id, "--json"], { env: dispatchEnv({ AGENT_DISPATCH_STATE_DIR: state }), encoding: "utf8" });
+	if (r.status !== 0) throw new Error(`jobs show ${id}: ${r.stderr}`);
+	return JSON.parse(r.stdout) as Record<string, any>;
+}
+
+/** The pid of a job's worker, as the binary recorded it in the store. */
+export function workerPid(state: string, id: string): number {
+	return Number(readFileSync(join(state, "jobs", id, "pid"), "utf8").trim());
 }

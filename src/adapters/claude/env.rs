@@ -88,12 +88,24 @@ pub const VERTEX_ALLOWLIST: &[EnvRule] = &[
 /// Microsoft Foundry, passed only with `CLAUDE_CODE_USE_FOUNDRY` on.
 pub const FOUNDRY_ALLOWLIST: &[EnvRule] = &["ANTHROPIC_FOUNDRY_*"];
 
-/// Never passed, whatever an allow rule says.
+/// Never passed, whatever an allow rule says ([`FIXED`] ones are set by the adapter).
 pub const NEVER: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "OPENAI_API_KEY",
     "CLAUDE_CODE_SUBPROCESS_ENV_SCRUB",
+    "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS",
+    "GIT_CONFIG_GLOBAL",
+    "CLAUDE_CODE_TMPDIR",
 ];
+
+/// Set on every launch, whatever the caller's environment says.
+///
+/// `CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1` (2.1.332): the Bash tool loses its
+/// `run_in_background` parameter and a call that passes it anyway is refused as an input
+/// validation error — so no background task can keep `claude -p` alive after its answer and
+/// start a second turn (verified: without it a backgrounded `sleep` held the CLI until the
+/// sleep ended, then a second `result` followed).
+pub const FIXED: &[(&str, &str)] = &[("CLAUDE_CODE_DISABLE_BACKGROUND_TASKS", "1")];
 
 /// Replaced when a loopback endpoint is swapped in: routing and authentication only.
 pub const ENDPOINT_REPLACES: &[&str] = &[
@@ -137,6 +149,7 @@ pub fn child_env(parent: &Env, endpoint: Option<&ModelEndpoint>) -> Vec<(OsStrin
         deny.extend_from_slice(ENDPOINT_REPLACES);
     }
     let mut env = allowlisted(parent, &rules, &deny);
+    env.extend(FIXED.iter().map(|(k, v)| (k.into(), v.into())));
     if let Some(ep) = endpoint {
         env.push(("ANTHROPIC_BASE_URL".into(), ep.base_url.clone().into()));
         env.push(("ANTHROPIC_AUTH_TOKEN".into(), ep.api_key.clone().into()));
@@ -144,8 +157,8 @@ pub fn child_env(parent: &Env, endpoint: Option<&ModelEndpoint>) -> Vec<(OsStrin
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(),
             "1".into(),
         ));
-        env.sort();
     }
+    env.sort();
     env
 }
 
@@ -167,6 +180,8 @@ mod tests {
             ("ANTHROPIC_API_KEY", "sk-ant"),
             ("OPENAI_API_KEY", "sk"),
             ("CLAUDE_CODE_SUBPROCESS_ENV_SCRUB", "1"),
+            ("CLAUDE_CODE_DISABLE_BACKGROUND_TASKS", "0"),
+            ("GIT_CONFIG_GLOBAL", "/elsewhere"),
             ("GITHUB_TOKEN", "ghp"),
             ("MY_PRIVATE_TOKEN", "x"),
             ("CLAUDE_CODE_SANDBOXED", "1"),
@@ -182,6 +197,7 @@ mod tests {
             names(&got),
             [
                 "ANTHROPIC_AUTH_TOKEN",
+                "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS",
                 "CLAUDE_CODE_MAX_RETRIES",
                 "CLAUDE_CONFIG_DIR",
                 "HOME",
@@ -193,13 +209,17 @@ mod tests {
     #[test]
     fn provider_credentials_only_with_their_switch() {
         let mut parent = env(&[("AWS_PROFILE", "p"), ("CLOUD_ML_REGION", "r")]);
-        assert!(names(&child_env(&parent, None)).is_empty());
+        assert_eq!(
+            names(&child_env(&parent, None)),
+            ["CLAUDE_CODE_DISABLE_BACKGROUND_TASKS"]
+        );
         parent.insert("CLAUDE_CODE_USE_BEDROCK".into(), "1".into());
         parent.insert("CLAUDE_CODE_USE_VERTEX".into(), "0".into());
         assert_eq!(
             names(&child_env(&parent, None)),
             [
                 "AWS_PROFILE",
+                "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS",
                 "CLAUDE_CODE_USE_BEDROCK",
                 "CLAUDE_CODE_USE_VERTEX"
             ]
@@ -231,6 +251,7 @@ mod tests {
             [
                 ("ANTHROPIC_AUTH_TOKEN", "fake"),
                 ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
+                ("CLAUDE_CODE_DISABLE_BACKGROUND_TASKS", "1"),
                 ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
                 ("CLAUDE_CODE_MAX_RETRIES", "0"),
                 ("PATH", "/bin"),

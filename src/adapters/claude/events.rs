@@ -11,7 +11,8 @@
 //!   come as `is_error: true`, often with `subtype: "success"` (D7): `is_error` decides.
 //!
 //! Unknown types and subtypes are ignored and never count as completion; a line that is not a
-//! JSON object with a string `type` is a [`ParseError`].
+//! JSON object with a string `type` is a [`ParseError`]. Everything after the first `result`
+//! is ignored.
 
 use std::collections::HashMap;
 
@@ -440,6 +441,12 @@ impl ClaudeParser {
 
 impl StreamParser for ClaudeParser {
     fn parse_line(&mut self, line: &str) -> Result<Vec<StreamEvent>, ParseError> {
+        // The first `result` is the answer. A background task can make the CLI start a second
+        // turn with a second `result` (seen on 2.1.332 before the adapter turned background
+        // tasks off): nothing after the first one counts, so a run has exactly one `done`.
+        if self.fin.is_some() {
+            return Ok(Vec::new());
+        }
         let value: Value = serde_json::from_str(line).map_err(|e| {
             ParseError(format!(
                 "not a JSON line ({e}): {}",
@@ -590,5 +597,34 @@ fn tail_chars(s: &str, max: usize) -> String {
         s.to_owned()
     } else {
         format!("…{}", s.chars().skip(n - max).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real capture: a background task made the CLI start a second turn after its `result`.
+    /// Only the first `result` counts: one `done`, the first answer.
+    #[test]
+    fn nothing_after_the_first_result_counts() {
+        let capture =
+            include_str!("../../../tests/fixtures/claude/background_task_second_turn.stream.jsonl");
+        assert_eq!(capture.matches("\"type\":\"result\"").count(), 2);
+        let mut p = ClaudeParser::new();
+        let mut events = Vec::new();
+        for line in capture.lines().filter(|l| !l.trim().is_empty()) {
+            events.extend(p.parse_line(line).unwrap());
+        }
+        let done: Vec<_> = events
+            .iter()
+            .filter(|e| matches!(e, StreamEvent::Done { .. }))
+            .collect();
+        assert_eq!(done, [&StreamEvent::Done { success: true }]);
+        let o = p.outcome();
+        assert_eq!(o.terminal, Some(Terminal::Success));
+        assert_eq!(o.text, "ANSWER_ONE");
+        // Even a line that would be malformed is ignored once the answer is in.
+        assert!(p.parse_line("not json").unwrap().is_empty());
     }
 }

@@ -29,6 +29,8 @@ use crate::loopback::{LoggedRequest, LoopbackServer, RequestLog};
 pub enum Step {
     /// Call the `Bash` tool with this command.
     Bash { command: String },
+    /// Call the `Bash` tool with this whole input object (`run_in_background`, `timeout`, …).
+    BashInput { input: Value },
     /// Call the `Read` tool on this path (absolute, as the real model would).
     Read { path: String },
     /// Answer with this text and end the conversation.
@@ -149,6 +151,13 @@ impl Script {
         self.steps.push(Step::Bash {
             command: command.into(),
         });
+        self
+    }
+
+    /// A Bash call with extra input fields, e.g. `{"command": "sleep 600",
+    /// "run_in_background": true}`.
+    pub fn bash_input(mut self, input: Value) -> Self {
+        self.steps.push(Step::BashInput { input });
         self
     }
 
@@ -389,6 +398,7 @@ async fn handle(
             ),
             "tool_use",
         ),
+        Step::BashInput { input } => (tool_turn(script.narrate, n, "Bash", input), "tool_use"),
         Step::Read { path } => (
             tool_turn(script.narrate, n, "Read", json!({"file_path": path})),
             "tool_use",

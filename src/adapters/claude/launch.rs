@@ -2,10 +2,15 @@
 //!
 //! ```text
 //! claude -p --output-format stream-json --verbose --safe-mode --strict-mcp-config
-//!        --no-session-persistence --tools Read,Bash --settings <json>
+//!        --setting-sources user --no-session-persistence --tools Read,Bash --settings <json>
 //!        [--model M] [--effort E] -- <prompt>
 //! ```
 //!
+//! - `--setting-sources user`: the repository under review is hostile input; its
+//!   `.claude/settings.json` and `settings.local.json` are never loaded (verified on 2.1.332:
+//!   their `apiKeyHelper` ran outside the sandbox and their `env` redirected model traffic with
+//!   the user's token; with this flag both, and their permission rules, hooks and helpers, are
+//!   inert). The user's own settings and the `--settings` below still apply;
 //! - `--safe-mode`: no CLAUDE.md, skills, plugins, hooks, MCP servers, custom agents from any
 //!   settings source; `--strict-mcp-config`: no MCP server at all (none is given);
 //! - `--tools Read,Bash`: the only tools (no Edit/Write/NotebookEdit, no web tools);
@@ -22,6 +27,7 @@ use crate::adapter::LaunchContext;
 use crate::contract::{Failure, FailureKind};
 use crate::launch::{Launch, prompt_transport};
 
+use super::git_home::GitHome;
 use super::{env, settings};
 
 /// The flags every launch carries, before `--settings`.
@@ -32,6 +38,8 @@ pub const FIXED_FLAGS: &[&str] = &[
     "--verbose",
     "--safe-mode",
     "--strict-mcp-config",
+    "--setting-sources",
+    "user",
     "--no-session-persistence",
     "--tools",
     "Read,Bash",
@@ -44,6 +52,7 @@ pub const ALL_FLAG_NAMES: &[&str] = &[
     "--verbose",
     "--safe-mode",
     "--strict-mcp-config",
+    "--setting-sources",
     "--no-session-persistence",
     "--tools",
     "--settings",
@@ -59,8 +68,24 @@ pub fn settings_for(ctx: &LaunchContext<'_>) -> Result<settings::Settings, Failu
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     };
-    let secrets = crate::secrets::secret_paths(var("HOME").as_deref(), &var);
+    let mut secrets = crate::secrets::secret_paths(var("HOME").as_deref(), &var);
+    secrets.extend(super::tmp::shared_tmp_secrets(ctx.parent_env));
     settings::build(ctx.cwd, &secrets)
+}
+
+/// The allowlisted environment plus `GIT_CONFIG_GLOBAL` naming the private git configuration
+/// of [`GitHome`] and `CLAUDE_CODE_TMPDIR` naming the private temp dir of [`super::tmp`] (both
+/// made by the preflight), sorted.
+pub fn child_env(ctx: &LaunchContext<'_>) -> Vec<(OsString, OsString)> {
+    let mut env = env::child_env(ctx.parent_env, ctx.endpoint);
+    if let Some(g) = GitHome::for_env(ctx.parent_env) {
+        env.push(("GIT_CONFIG_GLOBAL".into(), g.config_path().into()));
+    }
+    if let Some(t) = super::tmp::private_tmp(ctx.parent_env) {
+        env.push(("CLAUDE_CODE_TMPDIR".into(), t.into()));
+    }
+    env.sort();
+    env
 }
 
 pub fn build(ctx: &LaunchContext<'_>) -> Result<Launch, Failure> {
@@ -88,7 +113,8 @@ pub fn build(ctx: &LaunchContext<'_>) -> Result<Launch, Failure> {
         program: ctx.program.to_path_buf(),
         args,
         cwd: ctx.cwd.to_path_buf(),
-        env: env::child_env(ctx.parent_env, ctx.endpoint),
+        env: child_env(ctx),
         stdin,
+        wall: None,
     })
 }

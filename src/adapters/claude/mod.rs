@@ -14,12 +14,15 @@
 //! [`preflight`]: ClaudeAdapter::preflight
 
 pub mod check;
+mod credentials;
 pub mod enforcing;
 pub mod env;
 pub mod events;
 pub mod fake_api;
+pub mod git_home;
 pub mod launch;
 pub mod settings;
+pub mod tmp;
 
 use std::ffi::OsStr;
 
@@ -81,6 +84,18 @@ pub const STUBS: &[SandboxStub] = &[
     stub(StubBase::GitCommonDir, "worktrees"),
 ];
 
+/// What Claude Code's mechanisms cannot hide (each seen on 2.1.332; `docs/security.md`).
+pub const LIMITS: &[&str] = &[
+    "the credential Claude Code authenticates with (ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN, \
+     a provider key) is in the agent's shell environment: the CLI's own scrub \
+     (CLAUDE_CODE_SUBPROCESS_ENV_SCRUB) would hide it but writes stub files into the tree",
+    "only the paths of the shared deny list are unreadable: a secret elsewhere (another \
+     repository's .env, a key in an unusual place) and everything in the repository under review \
+     are readable by the agent",
+    "Claude Code's temp dir is moved off the one all of the user's Claude sessions share, but \
+     all dispatches of one user share theirs (${TMPDIR:-/tmp}/agent-dispatch-<uid>/claude)",
+];
+
 /// Which of [`SANDBOX_PROGRAMS`] are missing from `path` (the child's `PATH`).
 pub fn missing_sandbox_programs(path: Option<&OsStr>, cwd: &std::path::Path) -> Vec<&'static str> {
     SANDBOX_PROGRAMS
@@ -119,6 +134,7 @@ impl Adapter for ClaudeAdapter {
             reports_effort: false,
             efforts: EFFORTS.iter().map(|e| e.to_string()).collect(),
             usage_reports: crate::adapter::UsageReports::PerMessage,
+            read_only_by: crate::adapter::ReadOnlyBy::CliSandbox,
         }
     }
 
@@ -131,7 +147,7 @@ impl Adapter for ClaudeAdapter {
     async fn preflight(
         &self,
         ctx: &LaunchContext<'_>,
-        _supervisor: &Supervisor,
+        supervisor: &Supervisor,
     ) -> Result<Vec<StreamEvent>, Failure> {
         let missing = missing_sandbox_programs(
             ctx.parent_env
@@ -151,7 +167,32 @@ impl Adapter for ClaudeAdapter {
         }
         // Validate the launch configuration up front (non-UTF-8 paths and the like).
         launch::settings_for(ctx)?;
+        credentials::check(ctx, supervisor).await?;
         let mut notices = Vec::new();
+        if let Some(dir) = tmp::private_tmp(ctx.parent_env) {
+            tmp::ensure(&dir).map_err(|e| {
+                Failure::new(
+                    FailureKind::SpawnFailed,
+                    format!(
+                        "could not create Claude Code's private temp dir {}: {e}",
+                        dir.display()
+                    ),
+                )
+            })?;
+        }
+        if let Some(g) = git_home::GitHome::for_env(ctx.parent_env)
+            && let Err(e) = g.ensure()
+        {
+            notices.push(StreamEvent::Notice {
+                level: NoticeLevel::Warning,
+                message: format!(
+                    "could not write Claude Code's private git configuration in {} ({e}); the CLI \
+                     may append `{}` to your global git ignore file",
+                    g.dir.display(),
+                    git_home::CC_WRITES_IGNORE
+                ),
+            });
+        }
         if ctx.endpoint.is_none() && ctx.parent_env.contains_key(OsStr::new("ANTHROPIC_API_KEY")) {
             notices.push(StreamEvent::Notice {
                 level: NoticeLevel::Info,
@@ -173,6 +214,10 @@ impl Adapter for ClaudeAdapter {
 
     fn sandbox_stubs(&self) -> &'static [SandboxStub] {
         STUBS
+    }
+
+    fn limits(&self) -> &'static [&'static str] {
+        LIMITS
     }
 
     fn enforcing_files(

@@ -277,6 +277,7 @@ pub fn build(ctx: &LaunchContext<'_>, resolved: &Resolved) -> Result<Launch, Fai
         cwd: ctx.cwd.to_path_buf(),
         env: resolved.env.clone(),
         stdin,
+        wall: None,
     })
 }
 
@@ -291,6 +292,7 @@ pub fn helper(program: &Path, cwd: &Path, head: &[&str], resolved: &Resolved) ->
         cwd: cwd.to_path_buf(),
         env: resolved.env.clone(),
         stdin: launch::StdinPlan::Null,
+        wall: None,
     }
 }
 

@@ -11,6 +11,7 @@
 
 pub mod catalogue;
 pub mod config;
+mod credentials;
 pub mod enforcing;
 pub mod events;
 pub mod fake_api;
@@ -280,6 +281,7 @@ impl Adapter for CodexAdapter {
             // Effort levels differ per model; `models codex` lists them from the live catalogue.
             efforts: vec![],
             usage_reports: crate::adapter::UsageReports::PerTurn,
+            read_only_by: crate::adapter::ReadOnlyBy::CliSandbox,
         }
     }
 
@@ -295,6 +297,7 @@ impl Adapter for CodexAdapter {
     ) -> Result<Vec<StreamEvent>, Failure> {
         let resolved = launch::resolve(ctx.parent_env, ctx.model, ctx.effort, ctx.endpoint)?;
         let mut notices: Vec<StreamEvent> = temp_home_notice(ctx.parent_env).into_iter().collect();
+        credentials::check(ctx, &resolved, supervisor).await?;
         for k in &resolved.kept {
             notices.push(notice(
                 NoticeLevel::Warning,
