@@ -261,3 +261,50 @@ async fn user_config_cannot_widen_the_permission_profile() {
         .collect();
     assert!(!everything.contains("WIDEN_TEST_SSH_KEY"));
 }
+
+/// A `HOME` reached through a symbolic link (as on systems where `/home` links to `/var/home`)
+/// and a secret directory that is itself a link: bwrap cannot mask a path through a link, so
+/// the profile names the real paths; the agent's commands still run and the secrets stay denied.
+#[tokio::test]
+async fn secrets_behind_symbolic_links_stay_denied() {
+    let w = World::new("symlinked-home");
+    let real_home = w.home();
+    std::fs::create_dir_all(real_home.join(".ssh")).unwrap();
+    std::fs::write(real_home.join(".ssh/id_ed25519"), "LINKED_HOME_SSH_KEY\n").unwrap();
+    let gh_target = w.dir.path().join("gh-config");
+    std::fs::create_dir_all(&gh_target).unwrap();
+    std::fs::write(gh_target.join("hosts.yml"), "LINKED_GH_TOKEN\n").unwrap();
+    std::fs::create_dir_all(real_home.join(".config")).unwrap();
+    std::os::unix::fs::symlink(&gh_target, real_home.join(".config/gh")).unwrap();
+    let link_home = w.dir.path().join("home-link");
+    std::os::unix::fs::symlink(&real_home, &link_home).unwrap();
+    let mut env = w.env();
+    env.insert("HOME".into(), link_home.clone().into());
+    let fake = FakeResponses::start(Script::new(vec![
+        Step::shell(format!("cat {}/.ssh/id_ed25519", link_home.display())),
+        Step::shell(format!("cat {}/.config/gh/hosts.yml", link_home.display())),
+        Step::shell("echo COMMANDS_RUN"),
+        Step::message(FINAL),
+    ]))
+    .await
+    .unwrap();
+    let run = dispatch(w.request(Some("gpt-5.5"), None), env, Some(fake.endpoint())).await;
+    assert_ok(&run);
+    let outs = fake.tool_outputs();
+    assert!(
+        output_of(&outs, 0).contains("Permission denied"),
+        "{outs:?}"
+    );
+    assert!(
+        output_of(&outs, 1).contains("Permission denied"),
+        "{outs:?}"
+    );
+    assert!(output_of(&outs, 2).contains("COMMANDS_RUN"), "{outs:?}");
+    let everything: String = fake
+        .requests()
+        .iter()
+        .map(codex_support::secrets::request_text)
+        .collect();
+    assert!(!everything.contains("LINKED_HOME_SSH_KEY"));
+    assert!(!everything.contains("LINKED_GH_TOKEN"));
+}

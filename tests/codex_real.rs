@@ -576,7 +576,7 @@ fn write_hostile_repo_evidence(d: &mut String, h: &scenarios::HostileRun) {
          - marker files: **{}**\n\
          - `AGENTS.md` reached the model as text (first request carries `HOSTILE_AGENTS_MD_MARKER`): {}; `agents-md-wrote.txt` exists: {}\n\
          - byte-level snapshot of the repository (`.git` included, {} entries) before vs after: {}\n\
-         - codex's own notice: `{}`\n",
+         - codex's own notice (its first line):\n\n```\n{}\n```\n",
         h.run.result.ok,
         h.run.result.text,
         h.second.requests().len(),

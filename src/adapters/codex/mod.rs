@@ -39,6 +39,16 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 /// `debug models` prints ~1 MB (it embeds each model's instructions).
 const PROBE_OUTPUT_LIMIT: usize = 32 * 1024 * 1024;
 
+/// What the Codex adapter cannot hide (shown by `agents`; `docs/security-codex.md` says why).
+pub const LIMITS: &[&str] = &[
+    "only the paths of the shared deny list (and Codex's own login, history, sessions, logs and \
+     state under CODEX_HOME) are unreadable: a secret elsewhere (another repository's .env, a key \
+     in an unusual place) and everything in the repository under review are readable by the agent",
+    "codex still loads /etc/codex/config.toml and managed configuration; such a file that defines \
+     permissions.agent_dispatch_read_only could widen the dispatcher's profile (the read-only \
+     check runs with it in effect)",
+];
+
 pub struct CodexAdapter;
 
 fn notice(level: NoticeLevel, message: impl Into<String>) -> StreamEvent {
@@ -321,6 +331,10 @@ impl Adapter for CodexAdapter {
         Some(&selfcheck::CodexSelfCheck)
     }
 
+    fn limits(&self) -> &'static [&'static str] {
+        LIMITS
+    }
+
     fn enforcing_files(
         &self,
         program: &Path,
@@ -388,5 +402,12 @@ mod tests {
         assert!(c.read_only_enforced && c.model_catalogue);
         assert!(!c.reports_model && !c.reports_effort);
         assert!(CodexAdapter.self_check().is_some());
+        // What the profile cannot hide is said, not implied.
+        assert!(
+            CodexAdapter
+                .limits()
+                .iter()
+                .any(|l| l.contains("deny list"))
+        );
     }
 }

@@ -67,34 +67,62 @@ pub fn deny_paths(secrets: &[Secret], codex_home: Option<&Path>) -> (Vec<String>
     let mut kept = Vec::new();
     let homes: Vec<PathBuf> = codex_home
         .into_iter()
-        .flat_map(|h| {
-            [
-                h.to_path_buf(),
-                h.canonicalize().unwrap_or_else(|_| h.into()),
-            ]
-        })
+        .flat_map(|h| [h.to_path_buf(), real_path(h).unwrap_or_else(|| h.into())])
         .collect();
-    for s in secrets {
-        if homes.iter().any(|h| h.starts_with(&s.path)) {
+    let mut paths: Vec<PathBuf> = secrets.iter().map(|s| s.path.clone()).collect();
+    if let Some(home) = codex_home {
+        paths.extend(CODEX_HOME_SECRETS.iter().map(|name| home.join(name)));
+    }
+    for path in paths.into_iter().filter(|p| p.is_absolute()) {
+        let Some(real) = real_path(&path) else {
             kept.push(Kept {
-                path: s.path.clone(),
+                path,
+                why: "it is a symbolic link to nothing (there is nothing to read)",
+            });
+            continue;
+        };
+        if homes
+            .iter()
+            .any(|h| h.starts_with(&path) || h.starts_with(&real))
+        {
+            kept.push(Kept {
+                path,
                 why: "it holds $CODEX_HOME, from which codex runs its sandbox helper",
             });
             continue;
         }
-        if !s.path.is_absolute() {
-            continue;
-        }
-        deny.push(s.path.to_string_lossy().into_owned());
-    }
-    if let Some(home) = codex_home {
-        for name in CODEX_HOME_SECRETS {
-            deny.push(home.join(name).to_string_lossy().into_owned());
-        }
+        deny.push(real.to_string_lossy().into_owned());
     }
     deny.sort();
     deny.dedup();
     (deny, kept)
+}
+
+/// The path as the sandbox sees it, with every symbolic link resolved: bwrap cannot mask a path
+/// that goes through a link (`Can't mkdir …`) or is one (`Can't mount tmpfs …`), and then no
+/// command runs at all. An existing path resolves whole (a linked secret denies its target);
+/// a missing one resolves its longest existing ancestor and keeps the rest (globs included).
+/// `None` for a link that points nowhere.
+fn real_path(path: &Path) -> Option<PathBuf> {
+    if let Ok(real) = path.canonicalize() {
+        return Some(real);
+    }
+    if path.symlink_metadata().is_ok() {
+        return None;
+    }
+    let mut rest = Vec::new();
+    let mut cur = path;
+    while let Some(parent) = cur.parent() {
+        rest.push(cur.file_name()?.to_owned());
+        if let Ok(real) = parent.canonicalize() {
+            return Some(rest.iter().rev().fold(real, |p, c| p.join(c)));
+        }
+        if parent.symlink_metadata().is_ok() {
+            return None;
+        }
+        cur = parent;
+    }
+    Some(path.to_path_buf())
 }
 
 /// Does this key need `glob_scan_max_depth` (Codex warns about an unbounded `**` otherwise)?
@@ -157,6 +185,38 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(deny, sorted);
+    }
+
+    #[test]
+    fn links_are_resolved_because_bwrap_cannot_mask_through_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(real.join("home/.ssh")).unwrap();
+        std::fs::create_dir_all(real.join("elsewhere/gh")).unwrap();
+        std::os::unix::fs::symlink(real.join("home"), real.join("homelink")).unwrap();
+        std::fs::create_dir_all(real.join("home/.config")).unwrap();
+        std::os::unix::fs::symlink(real.join("elsewhere/gh"), real.join("home/.config/gh"))
+            .unwrap();
+        std::os::unix::fs::symlink(real.join("nowhere"), real.join("home/.netrc")).unwrap();
+        let link = real.join("homelink");
+        let secrets = [
+            secret(link.join(".ssh").to_str().unwrap(), true),
+            secret(link.join(".gnupg/private").to_str().unwrap(), true),
+            secret(link.join(".config/gh").to_str().unwrap(), true),
+            secret(link.join(".netrc").to_str().unwrap(), false),
+        ];
+        let (deny, kept) = deny_paths(&secrets, None);
+        let s = |p: PathBuf| p.to_string_lossy().into_owned();
+        assert_eq!(
+            deny,
+            [
+                s(real.join("elsewhere/gh")),
+                s(real.join("home/.gnupg/private")),
+                s(real.join("home/.ssh")),
+            ]
+        );
+        assert_eq!(kept.len(), 1);
+        assert!(kept[0].path.ends_with(".netrc"));
     }
 
     #[test]
