@@ -39,7 +39,7 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 /// `debug models` prints ~1 MB (it embeds each model's instructions).
 const PROBE_OUTPUT_LIMIT: usize = 32 * 1024 * 1024;
 
-/// What the Codex adapter cannot hide (shown by `agents`; `docs/security-codex.md` says why).
+/// What the Codex adapter cannot hide (shown by `agents`; `docs/security.md` says why).
 pub const LIMITS: &[&str] = &[
     "only the paths of the shared deny list (and Codex's own login, history, sessions, logs and \
      state under CODEX_HOME) are unreadable: a secret elsewhere (another repository's .env, a key \
