@@ -96,6 +96,12 @@ pub fn from_pairs(pairs: &[(&str, &str)]) -> Env {
         .collect()
 }
 
+/// The names of a child environment, in order (tests).
+#[cfg(test)]
+pub(crate) fn names(env: &[(OsString, OsString)]) -> Vec<&str> {
+    env.iter().map(|(k, _)| k.to_str().unwrap()).collect()
+}
+
 /// The current process environment as an [`Env`].
 pub fn current() -> Env {
     std::env::vars_os().collect()

@@ -8,7 +8,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::adapter::Env;
+use crate::adapter::{EnforcingFile, Env, FileRole};
 
 /// The first bytes of a file (fewer if it is shorter).
 fn head(path: &Path, n: usize) -> Option<Vec<u8>> {
@@ -66,6 +66,74 @@ pub fn node_package(dir: &Path, name: &str) -> Option<PathBuf> {
         .filter(|a| a.file_name().is_none_or(|n| n != "node_modules"))
         .map(|a| a.join("node_modules").join(name))
         .find(|p| p.join("package.json").is_file())
+}
+
+/// What a launch of a CLI really runs: the interpreters its launcher script names (none for a
+/// native program) and the native binary that applies the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launched {
+    pub interpreters: Vec<PathBuf>,
+    /// `program` itself when it is native, else what the CLI's launcher script starts.
+    pub native: Option<PathBuf>,
+}
+
+impl Launched {
+    /// Follow `program` (symlinks resolved): a native binary is what runs; a script runs under
+    /// its interpreters and starts the binary `native_of(script)` finds.
+    pub fn follow(
+        program: &Path,
+        env: &Env,
+        native_of: impl FnOnce(&Path) -> Option<PathBuf>,
+    ) -> Self {
+        let real = program
+            .canonicalize()
+            .unwrap_or_else(|_| program.to_path_buf());
+        if is_native(&real) {
+            return Self {
+                interpreters: Vec::new(),
+                native: Some(real),
+            };
+        }
+        Self {
+            interpreters: script_interpreters(&real, env),
+            native: native_of(&real),
+        }
+    }
+
+    /// The record's files: the interpreters, then the native binary.
+    pub fn files(self) -> impl Iterator<Item = EnforcingFile> {
+        let file = |role| move |path| EnforcingFile { role, path };
+        (self
+            .interpreters
+            .into_iter()
+            .map(file(FileRole::Interpreter)))
+        .chain(self.native.map(file(FileRole::NativeCli)))
+    }
+}
+
+/// Fixtures for the launcher-following tests of the adapters' `enforcing` modules.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+
+    use crate::adapter::{EnforcingFile, FileRole};
+
+    /// An executable file at `path` (parents created) holding `body`.
+    pub fn exe(path: &Path, body: &[u8]) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// The paths among `files` that play `role`, in order.
+    pub fn of(files: &[EnforcingFile], role: FileRole) -> Vec<PathBuf> {
+        files
+            .iter()
+            .filter(|f| f.role == role)
+            .map(|f| f.path.clone())
+            .collect()
+    }
 }
 
 #[cfg(test)]

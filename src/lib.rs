@@ -2,7 +2,8 @@
 //!
 //! Layers, bottom up (each imports only from layers below it; `docs/design.md` has the map):
 //! - leaves: [`contract`] (wire types), [`launch`] (what starts a CLI), [`git`], [`env`],
-//!   [`secrets`] (the shared deny list), [`prompt`], [`text`], [`loopback`] (test/check HTTP servers);
+//!   [`secrets`] (the shared deny list), [`prompt`], [`text`], [`loopback`] (test/check HTTP servers),
+//!   [`lock_file`] (locks a dead holder frees);
 //! - [`supervise`]: process groups, cleanup, lifeline (the only place that talks to the OS);
 //! - [`adapter`]: the per-CLI contract; [`adapters`]: one folder per CLI and the registry;
 //! - [`request`] (validation), [`program`] (finding a CLI), [`launcher`] (what a shim runs),
@@ -25,6 +26,7 @@ pub mod jobs;
 pub mod launch;
 pub mod launcher;
 pub mod limits;
+pub mod lock_file;
 pub mod loopback;
 pub mod mcp;
 pub mod program;

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use axum::http::{HeaderMap, Method};
 use tokio::task::JoinHandle;
 
 /// A loopback model endpoint swapped in for the real one (tests and `agent-dispatch check`).
@@ -33,6 +34,32 @@ impl RequestLog {
     pub fn push(&self, r: LoggedRequest) {
         self.0.lock().unwrap().push(r);
     }
+
+    /// Log one request as a fake endpoint received it and return its body as JSON (`null` when
+    /// it is not JSON). The credential is the first of `auth_headers` the request carries.
+    pub fn record(
+        &self,
+        method: &Method,
+        path: &str,
+        headers: &HeaderMap,
+        auth_headers: &[&str],
+        body: &[u8],
+    ) -> serde_json::Value {
+        let body: serde_json::Value =
+            serde_json::from_slice(body).unwrap_or(serde_json::Value::Null);
+        let auth = auth_headers
+            .iter()
+            .find_map(|h| headers.get(*h))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        self.push(LoggedRequest {
+            method: method.to_string(),
+            path: path.to_owned(),
+            auth,
+            body: body.clone(),
+        });
+        body
+    }
     pub fn all(&self) -> Vec<LoggedRequest> {
         self.0.lock().unwrap().clone()
     }
@@ -54,6 +81,21 @@ impl LoopbackServer {
             let _ = axum::serve(listener, router).await;
         });
         Ok(Self { addr, log, task })
+    }
+
+    /// Serve `handler` for every route, with `state`, on 127.0.0.1:0. Request bodies have no
+    /// size limit: a CLI re-sends the whole conversation every turn.
+    pub async fn serve<H, T, S>(handler: H, state: S, log: RequestLog) -> std::io::Result<Self>
+    where
+        H: axum::handler::Handler<T, S>,
+        T: 'static,
+        S: Clone + Send + Sync + 'static,
+    {
+        let router = axum::Router::new()
+            .fallback(handler)
+            .layer(axum::extract::DefaultBodyLimit::disable())
+            .with_state(state);
+        Self::start(router, log).await
     }
 
     /// `http://127.0.0.1:PORT`

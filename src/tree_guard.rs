@@ -35,7 +35,7 @@
 //! [`Adapter::sandbox_stubs`]: crate::adapter::Adapter::sandbox_stubs
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -43,6 +43,7 @@ use sha2::{Digest, Sha256};
 
 use crate::adapter::{SandboxStub, StubBase};
 use crate::git::GitLayout;
+use crate::lock_file;
 
 /// The absolute stub paths for a run in `cwd`, deepest first, without duplicates.
 pub fn resolve_stubs(cwd: &Path, stubs: &[SandboxStub]) -> Vec<PathBuf> {
@@ -330,17 +331,8 @@ enum Lock {
     Exclusive,
 }
 
-fn open_lock_file(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(path)
-}
-
 fn lock(path: &Path, how: Lock) -> io::Result<File> {
-    let file = open_lock_file(path)?;
+    let file = lock_file::open(path)?;
     match how {
         Lock::Shared => file.lock_shared()?,
         Lock::Exclusive => file.lock()?,
@@ -350,7 +342,7 @@ fn lock(path: &Path, how: Lock) -> io::Result<File> {
 
 /// The exclusive lock if nobody else holds the file, else `None`.
 fn try_lock_exclusive(path: &Path) -> io::Result<Option<File>> {
-    let file = open_lock_file(path)?;
+    let file = lock_file::open(path)?;
     match file.try_lock() {
         Ok(()) => Ok(Some(file)),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),

@@ -7,9 +7,11 @@
 //!   may take a free slot (first come, first served); a ticket whose lock is free is a dead
 //!   worker's and is swept by whoever sees it.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use crate::lock_file;
 
 /// Running jobs allowed at once, unless `$AGENT_DISPATCH_MAX_JOBS` says otherwise.
 pub const DEFAULT_MAX_RUNNING: usize = 3;
@@ -33,15 +35,6 @@ pub struct Slot {
     pub index: usize,
 }
 
-fn open_lock(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(path)
-}
-
 /// Wait in line for a running slot. `root` is the job store's root; `ticket` orders this job
 /// among the waiting ones (creation time, then id).
 pub async fn acquire(root: &Path, ticket: &str, max: usize) -> std::io::Result<Slot> {
@@ -50,7 +43,7 @@ pub async fn acquire(root: &Path, ticket: &str, max: usize) -> std::io::Result<S
     std::fs::create_dir_all(&slots)?;
     std::fs::create_dir_all(&queue)?;
     let mine = queue.join(ticket);
-    let ticket_lock = open_lock(&mine)?;
+    let ticket_lock = lock_file::open(&mine)?;
     ticket_lock.lock()?;
     let result = loop {
         if head_of_queue(&queue, &mine)
@@ -96,7 +89,7 @@ fn head_of_queue(queue: &Path, mine: &Path) -> bool {
 
 fn try_slot(slots: &Path, max: usize) -> std::io::Result<Option<Slot>> {
     for index in 0..max {
-        let f = open_lock(&slots.join(index.to_string()))?;
+        let f = lock_file::open(&slots.join(index.to_string()))?;
         if f.try_lock().is_ok() {
             return Ok(Some(Slot { _lock: f, index }));
         }

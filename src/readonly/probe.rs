@@ -40,6 +40,15 @@ pub struct ProbeResult {
     pub output: Option<String>,
 }
 
+/// The file the shell-write probe ([`Probe::shell_write`]) tries to create, relative to the
+/// scratch repository.
+pub const SHELL_TARGET: &str = "agent-dispatch-probe-shell.txt";
+/// The file the `python3` write probe ([`Probe::python_write`]) tries to create.
+pub const PYTHON_TARGET: &str = "agent-dispatch-probe-python.txt";
+
+/// The key a self-check's loopback endpoint is handed (the fake accepts any).
+pub const CHECK_API_KEY: &str = "agent-dispatch-check";
+
 /// One scripted probe, as an adapter's self-check lists them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
@@ -59,6 +68,24 @@ impl Probe {
         }
     }
 
+    /// A shell redirection into the tree: `printf x > `[`SHELL_TARGET`].
+    pub fn shell_write() -> Self {
+        Self::new(
+            ProbeKind::ShellWrite,
+            format!("printf x > {SHELL_TARGET}"),
+            Some(SHELL_TARGET),
+        )
+    }
+
+    /// A write from a child `python3` interpreter into [`PYTHON_TARGET`].
+    pub fn python_write() -> Self {
+        Self::new(
+            ProbeKind::InterpreterWrite,
+            format!("python3 -c \"open('{PYTHON_TARGET}', 'w').write('x')\""),
+            Some(PYTHON_TARGET),
+        )
+    }
+
     /// This probe with the tool output the CLI sent back for it (`None`: never answered).
     pub fn answered(&self, output: Option<String>) -> ProbeResult {
         ProbeResult {
@@ -67,6 +94,22 @@ impl Probe {
             target: self.target.clone(),
             output,
         }
+    }
+}
+
+/// `probes` with the tool outputs of an endpoint that answers probe `i` as the `i`-th tool
+/// result the CLI sends back (a probe with no output was never answered).
+pub fn answered_in_order(probes: &[Probe], outputs: Vec<String>) -> Vec<ProbeResult> {
+    let mut outputs = outputs.into_iter();
+    probes.iter().map(|p| p.answered(outputs.next())).collect()
+}
+
+/// The loopback endpoint a self-check hands the CLI: the fake's base URL and
+/// [`CHECK_API_KEY`].
+pub fn check_endpoint(base_url: String) -> ModelEndpoint {
+    ModelEndpoint {
+        base_url,
+        api_key: CHECK_API_KEY.to_owned(),
     }
 }
 

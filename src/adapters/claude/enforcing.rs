@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::adapter::{EnforcingFile, Env, FileRole};
-use crate::launcher;
+use crate::launcher::{self, Launched};
 
 /// The machine-wide managed settings on Linux (they win over every other source).
 const MANAGED_SETTINGS: &str = "/etc/claude-code/managed-settings.json";
@@ -48,20 +48,9 @@ fn managed_path(settings: &serde_json::Value, key: &str) -> Option<PathBuf> {
 /// The files behind a launch of `program` (see [`crate::adapter::Adapter::enforcing_files`]).
 pub fn files(program: &Path, env: &Env) -> Vec<EnforcingFile> {
     let file = |role, path: PathBuf| EnforcingFile { role, path };
-    let mut out = Vec::new();
-    let real = program
-        .canonicalize()
-        .unwrap_or_else(|_| program.to_path_buf());
-    if launcher::is_native(&real) {
-        out.push(file(FileRole::NativeCli, real));
-    } else {
-        out.extend(
-            launcher::script_interpreters(&real, env)
-                .into_iter()
-                .map(|p| file(FileRole::Interpreter, p)),
-        );
-        out.extend(platform_binary(&real).map(|n| file(FileRole::NativeCli, n)));
-    }
+    let mut out: Vec<EnforcingFile> = Launched::follow(program, env, platform_binary)
+        .files()
+        .collect();
     let managed: serde_json::Value = std::fs::read(MANAGED_SETTINGS)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
@@ -94,21 +83,8 @@ pub fn files(program: &Path, env: &Env) -> Vec<EnforcingFile> {
 mod tests {
     use super::*;
     use std::ffi::OsString;
-    use std::os::unix::fs::PermissionsExt;
 
-    fn exe(path: &Path, body: &[u8]) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, body).unwrap();
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-
-    fn of(files: &[EnforcingFile], role: FileRole) -> Vec<PathBuf> {
-        files
-            .iter()
-            .filter(|f| f.role == role)
-            .map(|f| f.path.clone())
-            .collect()
-    }
+    use crate::launcher::test_support::{exe, of};
 
     #[test]
     fn the_native_binary_sandbox_helpers_and_user_settings_are_named() {

@@ -166,11 +166,7 @@ pub fn child_env(parent: &Env, endpoint: Option<&ModelEndpoint>) -> Vec<(OsStrin
 mod tests {
     use super::*;
 
-    use crate::env::from_pairs as env;
-
-    fn names(v: &[(OsString, OsString)]) -> Vec<&str> {
-        v.iter().map(|(k, _)| k.to_str().unwrap()).collect()
-    }
+    use crate::env::{from_pairs as env, names};
 
     #[test]
     fn keys_and_scrub_never_pass() {

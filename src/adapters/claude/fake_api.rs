@@ -15,9 +15,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::events::content_text;
-use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -236,11 +235,7 @@ impl FakeMessages {
             log: log.clone(),
             next_id: AtomicU64::new(1),
         });
-        let router = Router::new()
-            .fallback(handle)
-            .layer(DefaultBodyLimit::disable())
-            .with_state(shared);
-        let server = LoopbackServer::start(router, log).await?;
+        let server = LoopbackServer::serve(handle, shared, log).await?;
         Ok(Self { server })
     }
 
@@ -351,22 +346,17 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let auth = headers
-        .get(header::AUTHORIZATION)
-        .or_else(|| headers.get("x-api-key"))
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
     let path = uri
         .path_and_query()
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| uri.path().to_owned());
-    shared.log.push(LoggedRequest {
-        method: method.to_string(),
-        path: path.clone(),
-        auth,
-        body: body.clone(),
-    });
+    let body = shared.log.record(
+        &method,
+        &path,
+        &headers,
+        &["authorization", "x-api-key"],
+        &body,
+    );
 
     if method != Method::POST || path_only(&path) != "/v1/messages" {
         return error_response(&ApiError::new(

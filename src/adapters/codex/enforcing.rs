@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::config;
 use crate::adapter::{EnforcingFile, Env, FileRole};
-use crate::launcher;
+use crate::launcher::{self, Launched};
 
 /// Configuration Codex 0.171.0 reads besides the user's `config.toml` (system layer,
 /// administrator requirements and managed configuration).
@@ -43,28 +43,14 @@ fn vendor_binary(shim: &Path) -> Option<PathBuf> {
 /// The files behind a launch of `program` (see [`crate::adapter::Adapter::enforcing_files`]).
 pub fn files(program: &Path, env: &Env) -> Vec<EnforcingFile> {
     let file = |role, path: PathBuf| EnforcingFile { role, path };
-    let mut out = Vec::new();
-    let real = program
-        .canonicalize()
-        .unwrap_or_else(|_| program.to_path_buf());
-    let native = if launcher::is_native(&real) {
-        Some(real)
-    } else {
-        out.extend(
-            launcher::script_interpreters(&real, env)
-                .into_iter()
-                .map(|p| file(FileRole::Interpreter, p)),
-        );
-        vendor_binary(&real)
-    };
+    let launched = Launched::follow(program, env, vendor_binary);
     // Codex runs the first `bwrap` on PATH, else its bundled one.
-    let bundled = native
+    let bundled = launched
+        .native
         .as_deref()
         .and_then(|n| Some(n.parent()?.parent()?.join("codex-resources/bwrap")))
         .filter(|b| b.is_file());
-    if let Some(n) = native {
-        out.push(file(FileRole::NativeCli, n));
-    }
+    let mut out: Vec<EnforcingFile> = launched.files().collect();
     if let Some(b) = crate::program::find_on_path("bwrap", env).or(bundled) {
         out.push(file(FileRole::SandboxHelper, b));
     }
@@ -94,21 +80,8 @@ pub fn files(program: &Path, env: &Env) -> Vec<EnforcingFile> {
 mod tests {
     use super::*;
     use std::ffi::OsString;
-    use std::os::unix::fs::PermissionsExt;
 
-    fn exe(path: &Path, body: &[u8]) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, body).unwrap();
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-
-    fn of(files: &[EnforcingFile], role: FileRole) -> Vec<PathBuf> {
-        files
-            .iter()
-            .filter(|f| f.role == role)
-            .map(|f| f.path.clone())
-            .collect()
-    }
+    use crate::launcher::test_support::{exe, of};
 
     #[test]
     fn the_npm_shim_is_followed_to_its_vendor_binary_and_bundled_bwrap() {

@@ -13,25 +13,15 @@ use async_trait::async_trait;
 
 use super::fake_api::{FakeGemini, Script};
 use crate::loopback::ModelEndpoint;
-use crate::readonly::probe::{Probe, ProbeEndpoint, ProbeKind, ProbeResult, SelfCheck};
-
-/// Files the write probes try to create, relative to the scratch repository.
-pub const SHELL_TARGET: &str = "agent-dispatch-probe-shell.txt";
-pub const INTERPRETER_TARGET: &str = "agent-dispatch-probe-python.txt";
+use crate::readonly::probe::{
+    Probe, ProbeEndpoint, ProbeKind, ProbeResult, SelfCheck, answered_in_order, check_endpoint,
+};
 
 /// The probes, in the order the fake model asks for them; `secret` is the planted file.
 pub fn probes(secret: &Path) -> Vec<Probe> {
     vec![
-        Probe::new(
-            ProbeKind::ShellWrite,
-            format!("printf x > {SHELL_TARGET}"),
-            Some(SHELL_TARGET),
-        ),
-        Probe::new(
-            ProbeKind::InterpreterWrite,
-            format!("python3 -c \"open('{INTERPRETER_TARGET}', 'w').write('x')\""),
-            Some(INTERPRETER_TARGET),
-        ),
+        Probe::shell_write(),
+        Probe::python_write(),
         // `--no-ext-diff`: the CLI's shell sets `diff.external` to an empty string, which git
         // 2.47 tries to run.
         Probe::new(ProbeKind::Read, "git diff --no-ext-diff", None),
@@ -85,19 +75,12 @@ struct GeminiProbes {
 
 impl ProbeEndpoint for GeminiProbes {
     fn endpoint(&self) -> ModelEndpoint {
-        ModelEndpoint {
-            base_url: self.fake.base_url(),
-            api_key: "agent-dispatch-check".to_owned(),
-        }
+        check_endpoint(self.fake.base_url())
     }
 
     fn results(&self) -> Vec<ProbeResult> {
-        let outputs = self.fake.tool_results();
-        self.probes
-            .iter()
-            .enumerate()
-            .map(|(i, p)| p.answered(outputs.get(i).map(|t| t.text.clone())))
-            .collect()
+        let outputs = self.fake.tool_results().into_iter().map(|t| t.text);
+        answered_in_order(&self.probes, outputs.collect())
     }
 
     fn requests(&self) -> usize {

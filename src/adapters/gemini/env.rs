@@ -17,19 +17,8 @@ use crate::wall::WallSpec;
 
 use super::home::Layout;
 
-/// Authentication and routing variables Gemini CLI reads.
-pub const GEMINI_ALLOWLIST: &[EnvRule] = &[
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "GOOGLE_GENAI_USE_VERTEXAI",
-    "GOOGLE_GENAI_USE_GCA",
-    "GOOGLE_CLOUD_PROJECT",
-    "GOOGLE_CLOUD_LOCATION",
-    "GOOGLE_APPLICATION_CREDENTIALS",
-    "GOOGLE_GEMINI_BASE_URL",
-    "GOOGLE_VERTEX_BASE_URL",
-    "GEMINI_MODEL",
-];
+/// Variables Gemini CLI reads besides authentication and routing ([`ENDPOINT_REPLACES`]).
+pub const MODEL_VARS: &[EnvRule] = &["GEMINI_MODEL"];
 
 /// Replaced by the dispatcher's own values, whatever the caller has.
 pub const REPLACED: &[&str] = &[
@@ -66,7 +55,8 @@ pub const DOTENV_GUARD: &[&str] = &[
     "NODE_TLS_REJECT_UNAUTHORIZED",
 ];
 
-/// Routing and credentials, replaced when a loopback endpoint is swapped in.
+/// Authentication and routing variables Gemini CLI reads: the caller's pass through, and a
+/// loopback endpoint swapped in replaces them all.
 pub const ENDPOINT_REPLACES: &[&str] = &[
     "GEMINI_API_KEY",
     "GOOGLE_API_KEY",
@@ -103,7 +93,8 @@ pub fn child_env(
     }
     // XDG directories point into the real home, which the wall makes unreadable (git gives up
     // on a configuration file it may not read).
-    let mut env: Vec<_> = allowlisted(parent, GEMINI_ALLOWLIST, &deny)
+    let allow = [ENDPOINT_REPLACES, MODEL_VARS].concat();
+    let mut env: Vec<_> = allowlisted(parent, &allow, &deny)
         .into_iter()
         .filter(|(k, _)| !k.to_string_lossy().starts_with("XDG_") && k != "PATH")
         .collect();
@@ -138,11 +129,7 @@ pub fn child_env(
 mod tests {
     use super::*;
 
-    use crate::env::from_pairs as env;
-
-    fn names(v: &[(OsString, OsString)]) -> Vec<&str> {
-        v.iter().map(|(k, _)| k.to_str().unwrap()).collect()
-    }
+    use crate::env::{from_pairs as env, names};
 
     #[test]
     fn an_allowlist_with_the_private_home() {

@@ -11,9 +11,8 @@
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -161,12 +160,8 @@ impl FakeGemini {
             script,
             log: log.clone(),
         });
-        let router = Router::new()
-            .fallback(handle)
-            .layer(DefaultBodyLimit::disable())
-            .with_state(shared);
         Ok(Self {
-            server: LoopbackServer::start(router, log).await?,
+            server: LoopbackServer::serve(handle, shared, log).await?,
         })
     }
 
@@ -270,19 +265,14 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let auth = headers
-        .get("x-goog-api-key")
-        .or_else(|| headers.get(header::AUTHORIZATION))
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
     let path = uri.path().to_owned();
-    shared.log.push(LoggedRequest {
-        method: method.to_string(),
-        path: path.clone(),
-        auth,
-        body: body.clone(),
-    });
+    let body = shared.log.record(
+        &method,
+        &path,
+        &headers,
+        &["x-goog-api-key", "authorization"],
+        &body,
+    );
     let Some((model, action)) = path
         .strip_prefix("/v1beta/models/")
         .and_then(|rest| rest.split_once(':'))
