@@ -37,7 +37,12 @@ pub const WORKER_ARGS: [&str; 2] = ["jobs", "__worker"];
 /// this process's environment (never written to disk) and, as its stdin, the job's locked lock
 /// file: the lock passes to it without a moment unheld.
 pub fn submit(store: &Store, spec: JobSpec, task: &str, program: &Path) -> std::io::Result<JobId> {
+    let created_at = spec.created_at;
     let job = store.create(spec, task)?;
+    // In line now, in submission order; live while the job's lock is held (by us, then the
+    // worker we hand it to).
+    let ticket = queue::ticket_name(created_at, job.id.as_str());
+    queue::enqueue(store.root(), &ticket)?;
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -56,6 +61,7 @@ pub fn submit(store: &Store, spec: JobSpec, task: &str, program: &Path) -> std::
         Ok(c) => c,
         Err(e) => {
             // Never leave a job behind that nothing will run (it would read `lost`).
+            queue::dequeue(store.root(), &ticket);
             let _ = std::fs::remove_dir_all(&job.dir);
             return Err(e);
         }

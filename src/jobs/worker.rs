@@ -93,7 +93,9 @@ pub async fn work(dir: &Path, program: &Path, max_running: usize) -> std::io::Re
 
     let ticket = queue::ticket_name(spec.created_at, &spec.id);
     let slot = tokio::select! {
-        s = queue::acquire(root, &ticket, max_running) => Some(s?),
+        s = queue::acquire(root, &ticket, max_running, |t| {
+            store::is_locked(&root.join(queue::job_of(t)).join(store::LOCK_FILE))
+        }) => Some(s?),
         _ = cancel.cancelled() => None,
     };
     let Some(_slot) = slot else {
