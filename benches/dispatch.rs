@@ -46,16 +46,18 @@ fn ms(d: Duration) -> String {
 }
 
 /// A CODEX_HOME outside the temp dir with no config, so the adapter reads nothing.
-/// An empty CODEX_HOME outside the temp dir and outside the clone (which may be under it).
+/// A CODEX_HOME with only a stored login, outside the temp dir and outside the clone (which may be under it).
 fn codex_home() -> PathBuf {
     let home = std::env::var_os("HOME").map(PathBuf::from).expect("HOME");
     let d = home.join(".cache/agent-dispatch-tests/bench-codex-home");
     std::fs::create_dir_all(&d).unwrap();
+    // A logged-in user: the credentials preflight answers from the stored login, no process.
+    std::fs::write(d.join("auth.json"), "{}").unwrap();
     d
 }
 
 /// `agent-dispatch run --agent codex --cwd CWD -- TASK` with the fakes in `fake_dir` first on
-/// PATH, an empty CODEX_HOME and the check deliberately skipped (fake CLIs cannot pass it).
+/// PATH, a logged-in CODEX_HOME and the check deliberately skipped (fake CLIs cannot pass it).
 fn dispatch_cmd(fake_dir: &Path, cwd: &Path, task: &str) -> Command {
     let mut c = Command::new(bin());
     c.args(["run", "--agent", "codex", "--cwd"])

@@ -25,6 +25,7 @@
 //! ([`CODEX_HOME_SECRETS`]); Codex itself still authenticates, as it reads `auth.json` in its
 //! own process, outside the sandbox.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use toml::{Table, Value};
@@ -65,16 +66,20 @@ pub struct Kept {
 pub fn deny_paths(secrets: &[Secret], codex_home: Option<&Path>) -> (Vec<String>, Vec<Kept>) {
     let mut deny = Vec::new();
     let mut kept = Vec::new();
+    let mut known = HashMap::new();
     let homes: Vec<PathBuf> = codex_home
         .into_iter()
-        .flat_map(|h| [h.to_path_buf(), real_path(h).unwrap_or_else(|| h.into())])
+        .flat_map(|h| {
+            let real = real_path(h, &mut known).unwrap_or_else(|| h.into());
+            [h.to_path_buf(), real]
+        })
         .collect();
     let mut paths: Vec<PathBuf> = secrets.iter().map(|s| s.path.clone()).collect();
     if let Some(home) = codex_home {
         paths.extend(CODEX_HOME_SECRETS.iter().map(|name| home.join(name)));
     }
     for path in paths.into_iter().filter(|p| p.is_absolute()) {
-        let Some(real) = real_path(&path) else {
+        let Some(real) = real_path(&path, &mut known) else {
             kept.push(Kept {
                 path,
                 why: "it is a symbolic link to nothing (there is nothing to read)",
@@ -102,27 +107,22 @@ pub fn deny_paths(secrets: &[Secret], codex_home: Option<&Path>) -> (Vec<String>
 /// that goes through a link (`Can't mkdir …`) or is one (`Can't mount tmpfs …`), and then no
 /// command runs at all. An existing path resolves whole (a linked secret denies its target);
 /// a missing one resolves its longest existing ancestor and keeps the rest (globs included).
-/// `None` for a link that points nowhere.
-fn real_path(path: &Path) -> Option<PathBuf> {
-    if let Ok(real) = path.canonicalize() {
-        return Some(real);
+/// `None` for a link that points nowhere. The deny list's entries share a few ancestors (`$HOME`,
+/// `~/.config`, …), so resolved directories are remembered in `known` across one launch.
+fn real_path(path: &Path, known: &mut HashMap<PathBuf, Option<PathBuf>>) -> Option<PathBuf> {
+    if let Some(real) = known.get(path) {
+        return real.clone();
     }
-    if path.symlink_metadata().is_ok() {
-        return None;
-    }
-    let mut rest = Vec::new();
-    let mut cur = path;
-    while let Some(parent) = cur.parent() {
-        rest.push(cur.file_name()?.to_owned());
-        if let Ok(real) = parent.canonicalize() {
-            return Some(rest.iter().rev().fold(real, |p, c| p.join(c)));
+    let real = if path.symlink_metadata().is_ok() {
+        path.canonicalize().ok()
+    } else {
+        match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) => real_path(parent, known).map(|p| p.join(name)),
+            _ => Some(path.to_path_buf()),
         }
-        if parent.symlink_metadata().is_ok() {
-            return None;
-        }
-        cur = parent;
-    }
-    Some(path.to_path_buf())
+    };
+    known.insert(path.to_path_buf(), real.clone());
+    real
 }
 
 /// Does this key need `glob_scan_max_depth` (Codex warns about an unbounded `**` otherwise)?
